@@ -1,0 +1,210 @@
+"""The ``lineup.v1`` envelope and one tagged subclass per kind.
+
+An envelope is ``{v, id, type, conversation_id, sender, target?, created_at, payload}``.
+Each kind is its own frozen struct tagged by ``type``, so one msgspec decoder
+validates header and payload in a single pass.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+import msgspec
+
+from . import payloads as p
+from .fields import AppScope, Id, InstanceId, Timestamp
+
+PROTOCOL_VERSION = 1
+TYPE_PREFIX = "lineup.v1."
+
+SenderKind = Literal["agent", "user", "runtime"]
+"""``agent``: the remote agent. ``user``: words a person typed. ``runtime``: the
+user's Runtime speaking for itself (results, inventory, app sessions)."""
+
+AGENT: frozenset[str] = frozenset({"agent"})
+CLIENT: frozenset[str] = frozenset({"user", "runtime"})
+ANYONE: frozenset[str] = AGENT | CLIENT
+
+
+class Sender(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    kind: SenderKind
+    id: Id
+
+
+class Target(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+    """Narrows delivery inside the Runtime to an app scope and/or one instance."""
+
+    app_scope: AppScope | None = None
+    instance_id: InstanceId | None = None
+
+    def __post_init__(self) -> None:
+        if self.app_scope is None and self.instance_id is None:
+            raise ValueError("`target` names an `app_scope`, an `instance_id` or both")
+
+
+class Envelope(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    forbid_unknown_fields=True,
+    omit_defaults=True,
+    tag_field="type",
+):
+    """Common header. Concrete kinds subclass it with a typed ``payload``."""
+
+    senders: ClassVar[frozenset[str]] = ANYONE
+    """Sender kinds allowed to send this kind; the AppServer enforces it."""
+
+    v: Literal[1] = 1
+    id: Id
+    conversation_id: Id
+    sender: Sender
+    created_at: Timestamp
+    target: Target | None = None
+
+    @property
+    def type(self) -> str:
+        tag = type(self).__struct_config__.tag
+        assert isinstance(tag, str)
+        return tag
+
+
+class MessageEnvelope(Envelope, tag="lineup.v1.message"):
+    payload: p.Message
+
+
+class StatusEnvelope(Envelope, tag="lineup.v1.status"):
+    senders = AGENT
+    payload: p.Status
+
+
+class ProgressEnvelope(Envelope, tag="lineup.v1.progress"):
+    senders = AGENT
+    payload: p.Progress
+
+
+class ErrorEnvelope(Envelope, tag="lineup.v1.error"):
+    payload: p.Error
+
+
+class ToolCallEnvelope(Envelope, tag="lineup.v1.tool.call"):
+    senders = AGENT
+    payload: p.ToolCall
+
+
+class ToolProgressEnvelope(Envelope, tag="lineup.v1.tool.progress"):
+    senders = CLIENT
+    payload: p.ToolProgress
+
+
+class ToolResultEnvelope(Envelope, tag="lineup.v1.tool.result"):
+    senders = CLIENT
+    payload: p.ToolResult
+
+
+class InteractionDismissEnvelope(Envelope, tag="lineup.v1.interaction.dismiss"):
+    senders = AGENT
+    payload: p.InteractionDismiss
+
+
+class AppSessionOpenedEnvelope(Envelope, tag="lineup.v1.app_session.opened"):
+    senders = CLIENT
+    payload: p.AppSessionOpened
+
+
+class AppSessionClosedEnvelope(Envelope, tag="lineup.v1.app_session.closed"):
+    senders = CLIENT
+    payload: p.AppSessionClosed
+
+
+class ClientInventoryEnvelope(Envelope, tag="lineup.v1.client.inventory"):
+    senders = CLIENT
+    payload: p.ClientInventory
+
+
+class AppListEnvelope(Envelope, tag="lineup.v1.app.list"):
+    senders = CLIENT
+    payload: p.AppList
+
+
+class AppCallEnvelope(Envelope, tag="lineup.v1.app.call"):
+    senders = AGENT
+    payload: p.AppCall
+
+
+class AppResultEnvelope(Envelope, tag="lineup.v1.app.result"):
+    senders = CLIENT
+    payload: p.AppResult
+
+
+class UiOpenEnvelope(Envelope, tag="lineup.v1.ui.open"):
+    senders = AGENT
+    payload: p.UiOpen
+
+
+class UiPatchEnvelope(Envelope, tag="lineup.v1.ui.patch"):
+    senders = AGENT
+    payload: p.UiPatch
+
+
+class UiCloseEnvelope(Envelope, tag="lineup.v1.ui.close"):
+    senders = AGENT
+    payload: p.UiClose
+
+
+class UiEventEnvelope(Envelope, tag="lineup.v1.ui.event"):
+    senders = CLIENT
+    payload: p.UiEvent
+
+
+AnyEnvelope = (
+    MessageEnvelope
+    | StatusEnvelope
+    | ProgressEnvelope
+    | ErrorEnvelope
+    | ToolCallEnvelope
+    | ToolProgressEnvelope
+    | ToolResultEnvelope
+    | InteractionDismissEnvelope
+    | AppSessionOpenedEnvelope
+    | AppSessionClosedEnvelope
+    | ClientInventoryEnvelope
+    | AppListEnvelope
+    | AppCallEnvelope
+    | AppResultEnvelope
+    | UiOpenEnvelope
+    | UiPatchEnvelope
+    | UiCloseEnvelope
+    | UiEventEnvelope
+)
+
+ENVELOPE_KINDS: tuple[type[Envelope], ...] = (
+    MessageEnvelope,
+    StatusEnvelope,
+    ProgressEnvelope,
+    ErrorEnvelope,
+    ToolCallEnvelope,
+    ToolProgressEnvelope,
+    ToolResultEnvelope,
+    InteractionDismissEnvelope,
+    AppSessionOpenedEnvelope,
+    AppSessionClosedEnvelope,
+    ClientInventoryEnvelope,
+    AppListEnvelope,
+    AppCallEnvelope,
+    AppResultEnvelope,
+    UiOpenEnvelope,
+    UiPatchEnvelope,
+    UiCloseEnvelope,
+    UiEventEnvelope,
+)
+
+
+def _tag(kind: type[Envelope]) -> str:
+    tag = kind.__struct_config__.tag
+    assert isinstance(tag, str)
+    return tag
+
+
+KIND_BY_TYPE: dict[str, type[Envelope]] = {_tag(k): k for k in ENVELOPE_KINDS}
+"""``"lineup.v1.message"`` → ``MessageEnvelope``, for every known kind."""

@@ -1,0 +1,72 @@
+"""Every stable error code LineUp puts on the wire, and the one error shape.
+
+Codes are part of the protocol: clients branch on them, so a code is never renamed
+or reused. Messages are for people and may change.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+import msgspec
+
+__all__ = ["ErrorCode", "ErrorBody", "ErrorResponse", "Rejection"]
+
+
+class ErrorCode(StrEnum):
+    # Envelope decoding (lineup.protocol).
+    ENVELOPE_TOO_LARGE = "envelope_too_large"
+    MALFORMED_ENVELOPE = "malformed_envelope"
+    UNSUPPORTED_TYPE = "unsupported_type"
+    UNSUPPORTED_VERSION = "unsupported_version"
+
+    # Tool contract and runtime decisions (spec 002 §8).
+    INVENTORY_REVISION_MISMATCH = "inventory_revision_mismatch"
+    TOOL_NOT_ADVERTISED = "tool_not_advertised"
+    TOOL_INPUT_INVALID = "tool_input_invalid"
+    TOOL_OUTPUT_INVALID = "tool_output_invalid"
+    APP_DISABLED = "app_disabled"
+    APP_INSTANCE_NOT_FOUND = "app_instance_not_found"
+    APP_SCOPE_MISMATCH = "app_scope_mismatch"
+    LIFECYCLE_DENIED = "lifecycle_denied"
+    CAPABILITY_DENIED = "capability_denied"
+    CALL_ALREADY_FINAL = "call_already_final"
+
+    # AppServer requests.
+    INVALID_REQUEST = "invalid_request"
+    UNAUTHORIZED = "unauthorized"
+    FORBIDDEN = "forbidden"
+    NOT_FOUND = "not_found"
+    METHOD_NOT_ALLOWED = "method_not_allowed"
+    CONFLICT = "conflict"
+    SENDER_MISMATCH = "sender_mismatch"
+    DIRECTION_NOT_ALLOWED = "direction_not_allowed"
+    REQUEST_TOO_LARGE = "request_too_large"
+    OVERLOADED = "overloaded"
+    UNAVAILABLE = "unavailable"
+    INTERNAL_ERROR = "internal_error"
+
+
+class ErrorBody(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """The body of every error: a stable code, a human message, where it happened."""
+
+    code: ErrorCode
+    message: str
+    path: str | None = None
+
+
+class ErrorResponse(msgspec.Struct, frozen=True):
+    """The one JSON error shape: ``{"error": {"code", "message", "path"?}}``."""
+
+    error: ErrorBody
+
+
+class Rejection(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Why the decoder refused some bytes. Carries no part of the input."""
+
+    code: ErrorCode
+    message: str
+    path: str | None = None
+
+    def as_body(self) -> ErrorBody:
+        return ErrorBody(code=self.code, message=self.message, path=self.path)

@@ -1,0 +1,362 @@
+"""Typed payloads for every ``lineup.v1`` envelope kind.
+
+Payloads are frozen msgspec structs that refuse unknown fields. Free-form JSON
+objects (surface state, event data, tool arguments and results) are checked for
+depth and encoded size in ``__post_init__``, which msgspec runs during decoding.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+from .fields import (
+    MAX_BUNDLE_BYTES,
+    MAX_EVENT_DATA_BYTES,
+    MAX_LIST_ITEMS,
+    AppId,
+    AppScope,
+    CapabilityName,
+    ErrorCodeText,
+    EventName,
+    Id,
+    InstanceId,
+    Integrity,
+    JsonObject,
+    Label,
+    Revision,
+    SemVer,
+    ShortText,
+    Text,
+    Timestamp,
+    ToolId,
+    check_object,
+)
+
+Items = Annotated[int, msgspec.Meta(ge=0)]
+
+
+class Payload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+    """Base of all payloads."""
+
+
+# --- conversation ---------------------------------------------------------------------
+
+
+class Message(Payload):
+    """A chat message. ``markdown`` is rendered by a sanitising renderer, never as HTML."""
+
+    text: Text
+    format: Literal["markdown", "plain"] = "markdown"
+    reply_to: Id | None = None
+
+
+class Status(Payload):
+    """What the agent is doing now (typing indicator, a short status line)."""
+
+    state: Literal["idle", "thinking", "working", "waiting", "done"]
+    text: Label | None = None
+
+
+class Progress(Payload):
+    """Progress of a long piece of work that is not a tool call."""
+
+    progress_id: Id
+    state: Literal["running", "completed", "failed", "cancelled"] = "running"
+    current: Annotated[float, msgspec.Meta(ge=0)] = 0.0
+    total: Annotated[float, msgspec.Meta(gt=0)] | None = None
+    label: Label | None = None
+
+    def __post_init__(self) -> None:
+        if self.total is not None and self.current > self.total:
+            raise ValueError("`current` is greater than `total`")
+
+
+class ErrorInfo(Payload):
+    """A stable code and a human message."""
+
+    code: ErrorCodeText
+    message: Label
+
+
+class Error(Payload):
+    """An error report; ``ref_id`` names the envelope it is about, if any."""
+
+    code: ErrorCodeText
+    message: Label
+    ref_id: Id | None = None
+
+
+# --- tools and interactions (spec 002 §7.2, §7.3, §8) -----------------------------------
+
+
+class AppSessionContext(Payload):
+    app_session_id: Id
+
+
+class ToolCall(Payload):
+    """An agent asks the Runtime to run an advertised tool."""
+
+    call_id: Id
+    tool: ToolId
+    inventory_revision: Revision
+    arguments: JsonObject = msgspec.field(default_factory=dict)
+    app_session_context: AppSessionContext | None = None
+
+    def __post_init__(self) -> None:
+        check_object(self.arguments, "arguments")
+
+
+class ToolProgress(Payload):
+    call_id: Id
+    current: Annotated[float, msgspec.Meta(ge=0)] = 0.0
+    total: Annotated[float, msgspec.Meta(gt=0)] | None = None
+    label: Label | None = None
+
+    def __post_init__(self) -> None:
+        if self.total is not None and self.current > self.total:
+            raise ValueError("`current` is greater than `total`")
+
+
+ToolResultStatus = Literal[
+    "completed", "accepted", "failed", "cancelled", "rejected", "expired", "dismissed"
+]
+
+
+class ToolResult(Payload):
+    """The single terminal result of a tool call.
+
+    ``completed`` and ``accepted`` carry ``result``; every other status carries
+    ``error`` with a stable code (``app_closed``, ``tool_input_invalid``, ...).
+    """
+
+    call_id: Id
+    status: ToolResultStatus
+    result: JsonObject | None = None
+    error: ErrorInfo | None = None
+
+    def __post_init__(self) -> None:
+        if self.status in ("completed", "accepted"):
+            if self.error is not None:
+                raise ValueError(f"status `{self.status}` carries no `error`")
+        elif self.error is None:
+            raise ValueError(f"status `{self.status}` needs an `error`")
+        if self.result is not None:
+            check_object(self.result, "result")
+
+
+class InteractionDismiss(Payload):
+    """The agent stops waiting for an interaction (a Runtime-private control)."""
+
+    control_id: Id
+    call_id: Id
+    reason: Label | None = None
+
+
+class AppSessionOpened(Payload):
+    agent_id: Id
+    app_session_id: Id
+    app_scope: AppScope
+    instance_id: InstanceId
+
+
+class AppSessionClosed(Payload):
+    agent_id: Id
+    app_session_id: Id
+    app_scope: AppScope
+    instance_id: InstanceId
+    reason: Label | None = None
+    pending_interaction_call_ids: Annotated[
+        list[Id], msgspec.Meta(max_length=MAX_LIST_ITEMS)
+    ] = msgspec.field(default_factory=list)
+
+
+# --- inventory and capabilities (spec 000 §5, spec 002 §8) ---------------------------
+
+
+Risk = Literal["display_only", "user_confirmation", "system_permission", "restricted"]
+
+
+class ComponentRef(Payload):
+    id: Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_-]{0,63}$")]
+    version: Annotated[str, msgspec.Meta(pattern=r"^[0-9]{1,9}$")]
+
+
+class SurfaceRef(Payload):
+    id: Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_-]{0,63}$")]
+    events: Annotated[list[EventName], msgspec.Meta(max_length=MAX_LIST_ITEMS)] = msgspec.field(
+        default_factory=list
+    )
+
+
+class ApplicationRef(Payload):
+    id: AppId
+    version: SemVer
+    surfaces: Annotated[list[SurfaceRef], msgspec.Meta(max_length=MAX_LIST_ITEMS)] = msgspec.field(
+        default_factory=list
+    )
+
+
+class CapabilityDescriptor(Payload):
+    name: CapabilityName
+    version: Annotated[str, msgspec.Meta(pattern=r"^[0-9]{1,9}(\.[0-9]{1,9}){0,2}$")]
+    risk: Risk
+    input_schema: JsonObject | None = None
+    output_schema: JsonObject | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("input_schema", "output_schema"):
+            schema = getattr(self, name)
+            if schema is not None:
+                check_object(schema, name)
+
+
+class ToolTarget(Payload):
+    app_scope: AppScope
+    requires_foreground: bool
+    restore_previous_focus: bool
+
+
+class ToolDescriptor(Payload):
+    """A tool the agent may call (spec 002 §8): interactive tools have no target."""
+
+    id: ToolId
+    handling: Literal["interactive", "direct", "launch", "foreground", "operation"]
+    input_schema: JsonObject
+    output_schema: JsonObject
+    version: Literal[1] = 1
+    target: ToolTarget | None = None
+    timeout_ms: Annotated[int, msgspec.Meta(ge=1, le=86_400_000)] | None = None
+    permissions: Annotated[list[CapabilityName], msgspec.Meta(max_length=MAX_LIST_ITEMS)] | None = None
+
+    def __post_init__(self) -> None:
+        if self.handling == "interactive":
+            if self.target is not None:
+                raise ValueError("an interactive tool has no `target`")
+        elif self.target is None:
+            raise ValueError(f"a `{self.handling}` tool needs a `target`")
+        check_object(self.input_schema, "input_schema")
+        check_object(self.output_schema, "output_schema")
+
+
+class ClientInventory(Payload):
+    """The Runtime's revisioned, minimal statement of what the agent may use."""
+
+    revision: Revision
+    standard_components: Annotated[list[ComponentRef], msgspec.Meta(max_length=MAX_LIST_ITEMS)] = (
+        msgspec.field(default_factory=list)
+    )
+    applications: Annotated[list[ApplicationRef], msgspec.Meta(max_length=MAX_LIST_ITEMS)] = (
+        msgspec.field(default_factory=list)
+    )
+    capabilities: Annotated[
+        list[CapabilityDescriptor], msgspec.Meta(max_length=MAX_LIST_ITEMS)
+    ] = msgspec.field(default_factory=list)
+    tools: Annotated[list[ToolDescriptor], msgspec.Meta(max_length=MAX_LIST_ITEMS)] = msgspec.field(
+        default_factory=list
+    )
+
+
+class AppList(Payload):
+    """Capability-only projection of the inventory, for older agents (spec 000 §5.2)."""
+
+    capabilities: Annotated[
+        list[CapabilityDescriptor], msgspec.Meta(max_length=MAX_LIST_ITEMS)
+    ] = msgspec.field(default_factory=list)
+
+
+class AppCall(Payload):
+    """The agent requests a declared capability; the Runtime decides."""
+
+    call_id: Id
+    capability: CapabilityName
+    reason: ShortText
+    expires_at: Timestamp
+    arguments: JsonObject = msgspec.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_object(self.arguments, "arguments")
+
+
+class AppResult(Payload):
+    call_id: Id
+    status: Literal["completed", "rejected", "cancelled", "expired", "unsupported", "failed"]
+    result: JsonObject | None = None
+    error: ErrorInfo | None = None
+
+    def __post_init__(self) -> None:
+        if self.status == "completed":
+            if self.error is not None:
+                raise ValueError("status `completed` carries no `error`")
+        elif self.result is not None:
+            raise ValueError(f"status `{self.status}` carries no `result`")
+        if self.result is not None:
+            check_object(self.result, "result")
+
+
+# --- surfaces (spec 000 §4) ------------------------------------------------------------
+
+
+class SurfaceApp(Payload):
+    """Which app and surface to mount.
+
+    Production hosts mount only an enabled ``id`` + exact ``version`` + ``surface``
+    from the inventory. ``html``/``css``/``js`` are a dev-mode inline bundle and are
+    only ever accepted together with an ``integrity`` digest.
+    """
+
+    id: AppId
+    version: SemVer
+    surface: Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_-]{0,63}$")] | None = None
+    name: Label | None = None
+    integrity: Integrity | None = None
+    html: str | None = None
+    css: str | None = None
+    js: str | None = None
+
+    def __post_init__(self) -> None:
+        parts = [p for p in (self.html, self.css, self.js) if p is not None]
+        if parts:
+            if self.integrity is None:
+                raise ValueError("an inline bundle needs `integrity`")
+            size = sum(len(p.encode("utf-8", "surrogatepass")) for p in parts)
+            if size > MAX_BUNDLE_BYTES:
+                raise ValueError(f"inline bundle is {size} bytes; the limit is {MAX_BUNDLE_BYTES}")
+        elif self.surface is None:
+            raise ValueError("`surface` is required unless an inline bundle is given")
+
+
+class UiOpen(Payload):
+    instance_id: InstanceId
+    app: SurfaceApp
+    state: JsonObject = msgspec.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_object(self.state, "state")
+
+
+class UiPatch(Payload):
+    """New state for an open surface; never code (spec 000 §4.1)."""
+
+    instance_id: InstanceId
+    state: JsonObject
+
+    def __post_init__(self) -> None:
+        check_object(self.state, "state")
+
+
+class UiClose(Payload):
+    instance_id: InstanceId
+    reason: Label | None = None
+
+
+class UiEvent(Payload):
+    """A user's intent from a surface; ``close`` when the user closed it."""
+
+    instance_id: InstanceId
+    event: EventName
+    data: JsonObject = msgspec.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_object(self.data, "data", MAX_EVENT_DATA_BYTES)
