@@ -8,31 +8,41 @@ know (safe fallback, spec 002 §9.1), or a ``Rejection`` with a stable code.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
 from .envelope import KIND_BY_TYPE, TYPE_PREFIX, AnyEnvelope, Envelope, Sender, Target
 from .errors import ErrorCode, Rejection
-from .fields import MAX_ENVELOPE_BYTES, Id, Timestamp
+from .fields import MAX_ENVELOPE_BYTES, Id, Timestamp, TypeName
 
-__all__ = ["Unsupported", "decode", "encode", "DecodeResult"]
+__all__ = ["DecodeResult", "Unsupported", "decode", "encode"]
 
 _decoder = msgspec.json.Decoder(AnyEnvelope)
 _encoder = msgspec.json.Encoder(order="sorted")
-_PATH = re.compile(r" - at `(\$[^`]*)`$")
+_PATH = re.compile(r" - at `(\$[^`]*)`\Z")
 _VERSIONED_TYPE = re.compile(r"^lineup\.v([0-9]+)\.")
+_MAX_MESSAGE_CHARS = 500
+
+# msgspec messages that quote the input; the quoted part is cut so that a rejection
+# never carries a piece of the envelope (it ends up in logs and error bodies).
+_ECHOING_MESSAGES = (
+    ("Invalid enum value", "Invalid enum value"),
+    ("Invalid value", "Invalid value"),
+    ("Object contains unknown field", "Object contains an unknown field"),
+)
 
 
 class Unsupported(msgspec.Struct, frozen=True, kw_only=True):
     """A well-formed envelope of a ``lineup.v1.*`` kind this version does not know.
 
     Hosts show it as an unsupported item or answer ``unsupported``; nothing in it is
-    ever executed. The payload is kept only as its size.
+    ever executed. The header is validated like any other; the payload is only
+    checked to be a JSON object and kept as its size.
     """
 
     id: Id
-    type: str
+    type: TypeName
     conversation_id: Id
     sender: Sender
     created_at: Timestamp
@@ -40,10 +50,12 @@ class Unsupported(msgspec.Struct, frozen=True, kw_only=True):
     payload_bytes: int = 0
 
 
-class _LooseHeader(msgspec.Struct, frozen=True, kw_only=True):
-    v: int
+class _LooseHeader(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The envelope header with an opaque payload, for kinds we do not know."""
+
+    v: Literal[1] = 1
     id: Id
-    type: str
+    type: TypeName
     conversation_id: Id
     sender: Sender
     created_at: Timestamp
@@ -51,19 +63,30 @@ class _LooseHeader(msgspec.Struct, frozen=True, kw_only=True):
     payload: msgspec.Raw
 
 
+class _Probe(msgspec.Struct, frozen=True):
+    """Just enough of an invalid envelope to tell a version or type problem apart."""
+
+    v: Any = None
+    type: Any = None
+
+
 _loose_decoder = msgspec.json.Decoder(_LooseHeader)
+_probe_decoder = msgspec.json.Decoder(_Probe)
 
 DecodeResult = AnyEnvelope | Unsupported | Rejection
 
 
 def decode(data: bytes | bytearray | memoryview | str) -> DecodeResult:
     """Decode and validate one envelope. Never raises for any input."""
-    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
+    if isinstance(data, str):
+        # Each character is at least one byte: refuse huge text before copying it.
+        if len(data) > MAX_ENVELOPE_BYTES:
+            return _too_large()
+        raw = data.encode("utf-8", "surrogatepass")
+    else:
+        raw = bytes(data)
     if len(raw) > MAX_ENVELOPE_BYTES:
-        return Rejection(
-            code=ErrorCode.ENVELOPE_TOO_LARGE,
-            message=f"envelope is {len(raw)} bytes; the limit is {MAX_ENVELOPE_BYTES}",
-        )
+        return _too_large()
     try:
         envelope: AnyEnvelope = _decoder.decode(raw)
     except msgspec.ValidationError as exc:
@@ -71,10 +94,10 @@ def decode(data: bytes | bytearray | memoryview | str) -> DecodeResult:
     except msgspec.DecodeError as exc:
         return Rejection(code=ErrorCode.MALFORMED_ENVELOPE, message=_first_line(str(exc)))
     except RecursionError:
-        return Rejection(code=ErrorCode.MALFORMED_ENVELOPE, message="JSON nests too deeply")
+        return _too_deep()
     try:
-        # Lone surrogates decode from "\ud800" escapes but are not text; refuse them
-        # here so that nothing downstream fails to encode what we accepted.
+        # msgspec already refuses lone surrogate escapes ("\ud800"); this re-encoding
+        # is the backstop that guarantees whatever we accept can be sent on.
         _encoder.encode(envelope)
     except (UnicodeEncodeError, msgspec.EncodeError):
         return Rejection(code=ErrorCode.MALFORMED_ENVELOPE, message="strings must be valid Unicode")
@@ -82,35 +105,37 @@ def decode(data: bytes | bytearray | memoryview | str) -> DecodeResult:
 
 
 def encode(envelope: Envelope) -> bytes:
-    """Canonical bytes: sorted keys, no insignificant whitespace, defaults omitted."""
+    """Canonical bytes: sorted keys, no insignificant whitespace, defaults omitted
+    (except ``v``, which is always written)."""
     return _encoder.encode(envelope)
 
 
 def _classify(raw: bytes, exc: msgspec.ValidationError) -> Rejection | Unsupported:
     """Slow path, taken only for invalid input: find the most useful code."""
     try:
-        loose: Any = msgspec.json.decode(raw)
-    except (msgspec.DecodeError, RecursionError):
-        loose = None
-    if isinstance(loose, dict):
-        version = loose.get("v")
-        kind = loose.get("type")
-        if isinstance(version, int) and not isinstance(version, bool) and version != 1:
+        probe = _probe_decoder.decode(raw)
+    except RecursionError:
+        return _too_deep()
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        # Not an object at all: the first error already says so.
+        return _rejection_from(exc)
+    version, kind = probe.v, probe.type
+    if isinstance(version, int) and not isinstance(version, bool) and version != 1:
+        return Rejection(
+            code=ErrorCode.UNSUPPORTED_VERSION,
+            message="this protocol version is not supported; this peer speaks 1",
+            path="$.v",
+        )
+    if isinstance(kind, str):
+        match = _VERSIONED_TYPE.match(kind)
+        if match and match.group(1) != "1":
             return Rejection(
                 code=ErrorCode.UNSUPPORTED_VERSION,
-                message=f"protocol version {version} is not supported; this peer speaks 1",
-                path="$.v",
+                message="envelope type belongs to another major protocol version",
+                path="$.type",
             )
-        if isinstance(kind, str):
-            match = _VERSIONED_TYPE.match(kind)
-            if match and match.group(1) != "1":
-                return Rejection(
-                    code=ErrorCode.UNSUPPORTED_VERSION,
-                    message="envelope type belongs to another major protocol version",
-                    path="$.type",
-                )
-            if kind not in KIND_BY_TYPE:
-                return _unsupported(raw, kind)
+        if kind not in KIND_BY_TYPE:
+            return _unsupported(raw, kind)
     return _rejection_from(exc)
 
 
@@ -125,15 +150,19 @@ def _unsupported(raw: bytes, kind: str) -> Unsupported | Rejection:
         header = _loose_decoder.decode(raw)
     except msgspec.ValidationError as exc:
         return _rejection_from(exc)
-    except (msgspec.DecodeError, RecursionError):
-        return Rejection(code=ErrorCode.MALFORMED_ENVELOPE, message="malformed JSON")
-    if not bytes(header.payload).lstrip().startswith(b"{"):
+    except msgspec.DecodeError as exc:
+        return Rejection(code=ErrorCode.MALFORMED_ENVELOPE, message=_first_line(str(exc)))
+    except RecursionError:
+        return _too_deep()
+    if not bytes(header.payload).startswith(b"{"):
         return Rejection(
-            code=ErrorCode.MALFORMED_ENVELOPE, message="`payload` must be an object", path="$.payload"
+            code=ErrorCode.MALFORMED_ENVELOPE,
+            message="`payload` must be an object",
+            path="$.payload",
         )
     return Unsupported(
         id=header.id,
-        type=header.type[:128],
+        type=header.type,
         conversation_id=header.conversation_id,
         sender=header.sender,
         created_at=header.created_at,
@@ -143,14 +172,29 @@ def _unsupported(raw: bytes, kind: str) -> Unsupported | Rejection:
 
 
 def _rejection_from(exc: msgspec.ValidationError) -> Rejection:
-    text = _first_line(str(exc))
+    text = str(exc)
+    path = "$"
     match = _PATH.search(text)
     if match:
-        return Rejection(
-            code=ErrorCode.MALFORMED_ENVELOPE, message=text[: match.start()], path=match.group(1)
-        )
-    return Rejection(code=ErrorCode.MALFORMED_ENVELOPE, message=text, path="$")
+        text, path = text[: match.start()], match.group(1)
+    for prefix, replacement in _ECHOING_MESSAGES:
+        if text.startswith(prefix):
+            text = replacement
+            break
+    return Rejection(code=ErrorCode.MALFORMED_ENVELOPE, message=_first_line(text), path=path)
+
+
+def _too_large() -> Rejection:
+    return Rejection(
+        code=ErrorCode.ENVELOPE_TOO_LARGE,
+        message=f"envelope is larger than {MAX_ENVELOPE_BYTES} bytes",
+    )
+
+
+def _too_deep() -> Rejection:
+    return Rejection(code=ErrorCode.MALFORMED_ENVELOPE, message="JSON nests too deeply")
 
 
 def _first_line(text: str) -> str:
-    return text.splitlines()[0][:500] if text else "invalid envelope"
+    lines = text.splitlines()
+    return lines[0][:_MAX_MESSAGE_CHARS] if lines and lines[0] else "invalid envelope"

@@ -31,7 +31,9 @@ class Sender(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     id: Id
 
 
-class Target(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+class Target(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True
+):
     """Narrows delivery inside the Runtime to an app scope and/or one instance."""
 
     app_scope: AppScope | None = None
@@ -40,6 +42,10 @@ class Target(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     def __post_init__(self) -> None:
         if self.app_scope is None and self.instance_id is None:
             raise ValueError("`target` names an `app_scope`, an `instance_id` or both")
+
+
+def _protocol_version() -> Literal[1]:
+    return 1
 
 
 class Envelope(
@@ -55,7 +61,10 @@ class Envelope(
     senders: ClassVar[frozenset[str]] = ANYONE
     """Sender kinds allowed to send this kind; the AppServer enforces it."""
 
-    v: Literal[1] = 1
+    v: Literal[1] = msgspec.field(default_factory=_protocol_version)
+    """Always written: msgspec's ``omit_defaults`` leaves out plain defaults but not
+    values made by a factory, and every envelope must say which protocol it speaks.
+    On input a missing ``v`` means 1."""
     id: Id
     conversation_id: Id
     sender: Sender
@@ -69,90 +78,90 @@ class Envelope(
         return tag
 
 
-class MessageEnvelope(Envelope, tag="lineup.v1.message"):
+class MessageEnvelope(Envelope, frozen=True, tag="lineup.v1.message"):
     payload: p.Message
 
 
-class StatusEnvelope(Envelope, tag="lineup.v1.status"):
+class StatusEnvelope(Envelope, frozen=True, tag="lineup.v1.status"):
     senders = AGENT
     payload: p.Status
 
 
-class ProgressEnvelope(Envelope, tag="lineup.v1.progress"):
+class ProgressEnvelope(Envelope, frozen=True, tag="lineup.v1.progress"):
     senders = AGENT
     payload: p.Progress
 
 
-class ErrorEnvelope(Envelope, tag="lineup.v1.error"):
+class ErrorEnvelope(Envelope, frozen=True, tag="lineup.v1.error"):
     payload: p.Error
 
 
-class ToolCallEnvelope(Envelope, tag="lineup.v1.tool.call"):
+class ToolCallEnvelope(Envelope, frozen=True, tag="lineup.v1.tool.call"):
     senders = AGENT
     payload: p.ToolCall
 
 
-class ToolProgressEnvelope(Envelope, tag="lineup.v1.tool.progress"):
+class ToolProgressEnvelope(Envelope, frozen=True, tag="lineup.v1.tool.progress"):
     senders = CLIENT
     payload: p.ToolProgress
 
 
-class ToolResultEnvelope(Envelope, tag="lineup.v1.tool.result"):
+class ToolResultEnvelope(Envelope, frozen=True, tag="lineup.v1.tool.result"):
     senders = CLIENT
     payload: p.ToolResult
 
 
-class InteractionDismissEnvelope(Envelope, tag="lineup.v1.interaction.dismiss"):
+class InteractionDismissEnvelope(Envelope, frozen=True, tag="lineup.v1.interaction.dismiss"):
     senders = AGENT
     payload: p.InteractionDismiss
 
 
-class AppSessionOpenedEnvelope(Envelope, tag="lineup.v1.app_session.opened"):
+class AppSessionOpenedEnvelope(Envelope, frozen=True, tag="lineup.v1.app_session.opened"):
     senders = CLIENT
     payload: p.AppSessionOpened
 
 
-class AppSessionClosedEnvelope(Envelope, tag="lineup.v1.app_session.closed"):
+class AppSessionClosedEnvelope(Envelope, frozen=True, tag="lineup.v1.app_session.closed"):
     senders = CLIENT
     payload: p.AppSessionClosed
 
 
-class ClientInventoryEnvelope(Envelope, tag="lineup.v1.client.inventory"):
+class ClientInventoryEnvelope(Envelope, frozen=True, tag="lineup.v1.client.inventory"):
     senders = CLIENT
     payload: p.ClientInventory
 
 
-class AppListEnvelope(Envelope, tag="lineup.v1.app.list"):
+class AppListEnvelope(Envelope, frozen=True, tag="lineup.v1.app.list"):
     senders = CLIENT
     payload: p.AppList
 
 
-class AppCallEnvelope(Envelope, tag="lineup.v1.app.call"):
+class AppCallEnvelope(Envelope, frozen=True, tag="lineup.v1.app.call"):
     senders = AGENT
     payload: p.AppCall
 
 
-class AppResultEnvelope(Envelope, tag="lineup.v1.app.result"):
+class AppResultEnvelope(Envelope, frozen=True, tag="lineup.v1.app.result"):
     senders = CLIENT
     payload: p.AppResult
 
 
-class UiOpenEnvelope(Envelope, tag="lineup.v1.ui.open"):
+class UiOpenEnvelope(Envelope, frozen=True, tag="lineup.v1.ui.open"):
     senders = AGENT
     payload: p.UiOpen
 
 
-class UiPatchEnvelope(Envelope, tag="lineup.v1.ui.patch"):
+class UiPatchEnvelope(Envelope, frozen=True, tag="lineup.v1.ui.patch"):
     senders = AGENT
     payload: p.UiPatch
 
 
-class UiCloseEnvelope(Envelope, tag="lineup.v1.ui.close"):
+class UiCloseEnvelope(Envelope, frozen=True, tag="lineup.v1.ui.close"):
     senders = AGENT
     payload: p.UiClose
 
 
-class UiEventEnvelope(Envelope, tag="lineup.v1.ui.event"):
+class UiEventEnvelope(Envelope, frozen=True, tag="lineup.v1.ui.event"):
     senders = CLIENT
     payload: p.UiEvent
 

@@ -10,7 +10,7 @@ from enum import StrEnum
 
 import msgspec
 
-__all__ = ["ErrorCode", "ErrorBody", "ErrorResponse", "Rejection"]
+__all__ = ["ErrorBody", "ErrorCode", "ErrorResponse", "Rejection"]
 
 
 class ErrorCode(StrEnum):

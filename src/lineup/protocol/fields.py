@@ -34,21 +34,37 @@ MAX_BUNDLE_BYTES = 160 * 1024
 MAX_LIST_ITEMS = 256
 """Longest list in a payload (tools, applications, capabilities, choice options...)."""
 
-ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
-EVENT_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9._:-]{0,63}$"
-APP_ID_PATTERN = r"^[a-z][a-z0-9_-]{0,62}(\.[a-z0-9][a-z0-9_-]{0,62})+$"
-APP_SCOPE_PATTERN = r"^[a-z][a-z0-9._-]{0,63}$"
-TOOL_ID_PATTERN = r"^[a-z][a-z0-9_-]{0,63}(\.[a-z][a-z0-9_-]{0,63})+$"
-CAPABILITY_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,63}(\.[a-z][a-z0-9_]{0,63})+$"
+# Grammars are Python ``re`` patterns anchored with ``^`` and ``\Z``: ``$`` would also
+# match before a trailing newline, letting "id\n" through. Classes are ASCII on
+# purpose (``\d`` would admit every Unicode digit). The JSON Schemas carry the same
+# patterns with ``\Z`` spelled ``$``, which in ECMA-262 means the same thing.
+ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}\Z"
+EVENT_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9._:-]{0,63}\Z"
+APP_ID_PATTERN = r"^[a-z][a-z0-9_-]{0,62}(\.[a-z0-9][a-z0-9_-]{0,62})+\Z"
+APP_SCOPE_PATTERN = r"^[a-z][a-z0-9._-]{0,63}\Z"
+SURFACE_ID_PATTERN = r"^[a-z][a-z0-9_-]{0,63}\Z"
+COMPONENT_ID_PATTERN = SURFACE_ID_PATTERN
+COMPONENT_VERSION_PATTERN = r"^[0-9]{1,9}\Z"
+CAPABILITY_VERSION_PATTERN = r"^[0-9]{1,9}(\.[0-9]{1,9}){0,2}\Z"
+TOOL_ID_PATTERN = r"^[a-z][a-z0-9_-]{0,63}(\.[a-z][a-z0-9_-]{0,63})+\Z"
+CAPABILITY_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,63}(\.[a-z][a-z0-9_]{0,63})+\Z"
 SEMVER_PATTERN = (
-    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
-    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
+    r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)"
+    r"(?:-((?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)"
+    r"(?:\.(?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?\Z"
 )
-INTEGRITY_PATTERN = r"^sha256-[A-Za-z0-9+/]{43}=$"
-ERROR_CODE_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
+"""SemVer 2.0.0 (the regex from semver.org, ASCII digits only)."""
+INTEGRITY_PATTERN = r"^sha256-[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=\Z"
+"""SRI SHA-256 digest in canonical base64: 32 bytes leave two zero bits in the last
+character, so a digest has exactly one spelling and string equality is digest equality."""
+TYPE_PATTERN = r"^lineup\.v1\.[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*\Z"
+"""Any ``lineup.v1`` type, known or not; unknown ones fall back to ``Unsupported``."""
+MAX_TYPE_CHARS = 128
+"""Longest envelope ``type``."""
+ERROR_CODE_PATTERN = r"^[a-z][a-z0-9_]{0,63}\Z"
 
-Id = Annotated[str, msgspec.Meta(pattern=ID_PATTERN, description="`[A-Za-z0-9._:-]{1,128}`")]
+Id = Annotated[str, msgspec.Meta(pattern=ID_PATTERN)]
 InstanceId = Annotated[str, msgspec.Meta(pattern=ID_PATTERN)]
 EventName = Annotated[str, msgspec.Meta(pattern=EVENT_NAME_PATTERN)]
 AppId = Annotated[
@@ -62,6 +78,11 @@ SemVer = Annotated[
 ]
 Integrity = Annotated[str, msgspec.Meta(pattern=INTEGRITY_PATTERN)]
 ErrorCodeText = Annotated[str, msgspec.Meta(pattern=ERROR_CODE_PATTERN)]
+SurfaceId = Annotated[str, msgspec.Meta(pattern=SURFACE_ID_PATTERN)]
+ComponentId = Annotated[str, msgspec.Meta(pattern=COMPONENT_ID_PATTERN)]
+ComponentVersion = Annotated[str, msgspec.Meta(pattern=COMPONENT_VERSION_PATTERN)]
+CapabilityVersion = Annotated[str, msgspec.Meta(pattern=CAPABILITY_VERSION_PATTERN)]
+TypeName = Annotated[str, msgspec.Meta(pattern=TYPE_PATTERN, max_length=MAX_TYPE_CHARS)]
 Revision = Annotated[str, msgspec.Meta(pattern=ID_PATTERN)]
 Text = Annotated[str, msgspec.Meta(max_length=MAX_TEXT_CHARS)]
 Label = Annotated[str, msgspec.Meta(max_length=MAX_LABEL_CHARS)]

@@ -18,6 +18,9 @@ from .fields import (
     AppId,
     AppScope,
     CapabilityName,
+    CapabilityVersion,
+    ComponentId,
+    ComponentVersion,
     ErrorCodeText,
     EventName,
     Id,
@@ -28,6 +31,7 @@ from .fields import (
     Revision,
     SemVer,
     ShortText,
+    SurfaceId,
     Text,
     Timestamp,
     ToolId,
@@ -37,14 +41,20 @@ from .fields import (
 Items = Annotated[int, msgspec.Meta(ge=0)]
 
 
-class Payload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
-    """Base of all payloads."""
+class Payload(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True
+):
+    """Base of all payloads.
+
+    Subclasses repeat ``frozen=True`` only so that type checkers see it; msgspec
+    inherits the whole configuration.
+    """
 
 
 # --- conversation ---------------------------------------------------------------------
 
 
-class Message(Payload):
+class Message(Payload, frozen=True):
     """A chat message. ``markdown`` is rendered by a sanitising renderer, never as HTML."""
 
     text: Text
@@ -52,14 +62,14 @@ class Message(Payload):
     reply_to: Id | None = None
 
 
-class Status(Payload):
+class Status(Payload, frozen=True):
     """What the agent is doing now (typing indicator, a short status line)."""
 
     state: Literal["idle", "thinking", "working", "waiting", "done"]
     text: Label | None = None
 
 
-class Progress(Payload):
+class Progress(Payload, frozen=True):
     """Progress of a long piece of work that is not a tool call."""
 
     progress_id: Id
@@ -73,14 +83,14 @@ class Progress(Payload):
             raise ValueError("`current` is greater than `total`")
 
 
-class ErrorInfo(Payload):
+class ErrorInfo(Payload, frozen=True):
     """A stable code and a human message."""
 
     code: ErrorCodeText
     message: Label
 
 
-class Error(Payload):
+class Error(Payload, frozen=True):
     """An error report; ``ref_id`` names the envelope it is about, if any."""
 
     code: ErrorCodeText
@@ -91,11 +101,11 @@ class Error(Payload):
 # --- tools and interactions (spec 002 §7.2, §7.3, §8) -----------------------------------
 
 
-class AppSessionContext(Payload):
+class AppSessionContext(Payload, frozen=True):
     app_session_id: Id
 
 
-class ToolCall(Payload):
+class ToolCall(Payload, frozen=True):
     """An agent asks the Runtime to run an advertised tool."""
 
     call_id: Id
@@ -108,7 +118,7 @@ class ToolCall(Payload):
         check_object(self.arguments, "arguments")
 
 
-class ToolProgress(Payload):
+class ToolProgress(Payload, frozen=True):
     call_id: Id
     current: Annotated[float, msgspec.Meta(ge=0)] = 0.0
     total: Annotated[float, msgspec.Meta(gt=0)] | None = None
@@ -124,11 +134,13 @@ ToolResultStatus = Literal[
 ]
 
 
-class ToolResult(Payload):
+class ToolResult(Payload, frozen=True):
     """The single terminal result of a tool call.
 
-    ``completed`` and ``accepted`` carry ``result``; every other status carries
-    ``error`` with a stable code (``app_closed``, ``tool_input_invalid``, ...).
+    ``completed`` and ``accepted`` may carry ``result`` and never ``error``; every
+    other status carries ``error`` with a stable code (``app_closed``,
+    ``tool_input_invalid``, ...) and no ``result``, so an agent never has to guess
+    which of the two to trust.
     """
 
     call_id: Id
@@ -140,13 +152,16 @@ class ToolResult(Payload):
         if self.status in ("completed", "accepted"):
             if self.error is not None:
                 raise ValueError(f"status `{self.status}` carries no `error`")
-        elif self.error is None:
-            raise ValueError(f"status `{self.status}` needs an `error`")
+        else:
+            if self.error is None:
+                raise ValueError(f"status `{self.status}` needs an `error`")
+            if self.result is not None:
+                raise ValueError(f"status `{self.status}` carries no `result`")
         if self.result is not None:
             check_object(self.result, "result")
 
 
-class InteractionDismiss(Payload):
+class InteractionDismiss(Payload, frozen=True):
     """The agent stops waiting for an interaction (a Runtime-private control)."""
 
     control_id: Id
@@ -154,22 +169,22 @@ class InteractionDismiss(Payload):
     reason: Label | None = None
 
 
-class AppSessionOpened(Payload):
+class AppSessionOpened(Payload, frozen=True):
     agent_id: Id
     app_session_id: Id
     app_scope: AppScope
     instance_id: InstanceId
 
 
-class AppSessionClosed(Payload):
+class AppSessionClosed(Payload, frozen=True):
     agent_id: Id
     app_session_id: Id
     app_scope: AppScope
     instance_id: InstanceId
     reason: Label | None = None
-    pending_interaction_call_ids: Annotated[
-        list[Id], msgspec.Meta(max_length=MAX_LIST_ITEMS)
-    ] = msgspec.field(default_factory=list)
+    pending_interaction_call_ids: Annotated[list[Id], msgspec.Meta(max_length=MAX_LIST_ITEMS)] = (
+        msgspec.field(default_factory=list)
+    )
 
 
 # --- inventory and capabilities (spec 000 §5, spec 002 §8) ---------------------------
@@ -178,19 +193,19 @@ class AppSessionClosed(Payload):
 Risk = Literal["display_only", "user_confirmation", "system_permission", "restricted"]
 
 
-class ComponentRef(Payload):
-    id: Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_-]{0,63}$")]
-    version: Annotated[str, msgspec.Meta(pattern=r"^[0-9]{1,9}$")]
+class ComponentRef(Payload, frozen=True):
+    id: ComponentId
+    version: ComponentVersion
 
 
-class SurfaceRef(Payload):
-    id: Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_-]{0,63}$")]
+class SurfaceRef(Payload, frozen=True):
+    id: SurfaceId
     events: Annotated[list[EventName], msgspec.Meta(max_length=MAX_LIST_ITEMS)] = msgspec.field(
         default_factory=list
     )
 
 
-class ApplicationRef(Payload):
+class ApplicationRef(Payload, frozen=True):
     id: AppId
     version: SemVer
     surfaces: Annotated[list[SurfaceRef], msgspec.Meta(max_length=MAX_LIST_ITEMS)] = msgspec.field(
@@ -198,9 +213,9 @@ class ApplicationRef(Payload):
     )
 
 
-class CapabilityDescriptor(Payload):
+class CapabilityDescriptor(Payload, frozen=True):
     name: CapabilityName
-    version: Annotated[str, msgspec.Meta(pattern=r"^[0-9]{1,9}(\.[0-9]{1,9}){0,2}$")]
+    version: CapabilityVersion
     risk: Risk
     input_schema: JsonObject | None = None
     output_schema: JsonObject | None = None
@@ -212,14 +227,19 @@ class CapabilityDescriptor(Payload):
                 check_object(schema, name)
 
 
-class ToolTarget(Payload):
+class ToolTarget(Payload, frozen=True):
     app_scope: AppScope
     requires_foreground: bool
     restore_previous_focus: bool
 
 
-class ToolDescriptor(Payload):
-    """A tool the agent may call (spec 002 §8): interactive tools have no target."""
+class ToolDescriptor(Payload, frozen=True):
+    """A tool the agent may call (spec 002 §8).
+
+    Interactive tools (``interact.notice``, ...) have neither ``target`` nor
+    ``timeout_ms``: the Runtime owns them and their deadline is the interaction's
+    ``expires_at``. Every other handling names its ``target`` app scope.
+    """
 
     id: ToolId
     handling: Literal["interactive", "direct", "launch", "foreground", "operation"]
@@ -228,19 +248,23 @@ class ToolDescriptor(Payload):
     version: Literal[1] = 1
     target: ToolTarget | None = None
     timeout_ms: Annotated[int, msgspec.Meta(ge=1, le=86_400_000)] | None = None
-    permissions: Annotated[list[CapabilityName], msgspec.Meta(max_length=MAX_LIST_ITEMS)] | None = None
+    permissions: Annotated[list[CapabilityName], msgspec.Meta(max_length=MAX_LIST_ITEMS)] | None = (
+        None
+    )
 
     def __post_init__(self) -> None:
         if self.handling == "interactive":
             if self.target is not None:
                 raise ValueError("an interactive tool has no `target`")
+            if self.timeout_ms is not None:
+                raise ValueError("an interactive tool has no `timeout_ms`")
         elif self.target is None:
             raise ValueError(f"a `{self.handling}` tool needs a `target`")
         check_object(self.input_schema, "input_schema")
         check_object(self.output_schema, "output_schema")
 
 
-class ClientInventory(Payload):
+class ClientInventory(Payload, frozen=True):
     """The Runtime's revisioned, minimal statement of what the agent may use."""
 
     revision: Revision
@@ -250,23 +274,23 @@ class ClientInventory(Payload):
     applications: Annotated[list[ApplicationRef], msgspec.Meta(max_length=MAX_LIST_ITEMS)] = (
         msgspec.field(default_factory=list)
     )
-    capabilities: Annotated[
-        list[CapabilityDescriptor], msgspec.Meta(max_length=MAX_LIST_ITEMS)
-    ] = msgspec.field(default_factory=list)
+    capabilities: Annotated[list[CapabilityDescriptor], msgspec.Meta(max_length=MAX_LIST_ITEMS)] = (
+        msgspec.field(default_factory=list)
+    )
     tools: Annotated[list[ToolDescriptor], msgspec.Meta(max_length=MAX_LIST_ITEMS)] = msgspec.field(
         default_factory=list
     )
 
 
-class AppList(Payload):
+class AppList(Payload, frozen=True):
     """Capability-only projection of the inventory, for older agents (spec 000 §5.2)."""
 
-    capabilities: Annotated[
-        list[CapabilityDescriptor], msgspec.Meta(max_length=MAX_LIST_ITEMS)
-    ] = msgspec.field(default_factory=list)
+    capabilities: Annotated[list[CapabilityDescriptor], msgspec.Meta(max_length=MAX_LIST_ITEMS)] = (
+        msgspec.field(default_factory=list)
+    )
 
 
-class AppCall(Payload):
+class AppCall(Payload, frozen=True):
     """The agent requests a declared capability; the Runtime decides."""
 
     call_id: Id
@@ -279,7 +303,7 @@ class AppCall(Payload):
         check_object(self.arguments, "arguments")
 
 
-class AppResult(Payload):
+class AppResult(Payload, frozen=True):
     call_id: Id
     status: Literal["completed", "rejected", "cancelled", "expired", "unsupported", "failed"]
     result: JsonObject | None = None
@@ -298,7 +322,7 @@ class AppResult(Payload):
 # --- surfaces (spec 000 §4) ------------------------------------------------------------
 
 
-class SurfaceApp(Payload):
+class SurfaceApp(Payload, frozen=True):
     """Which app and surface to mount.
 
     Production hosts mount only an enabled ``id`` + exact ``version`` + ``surface``
@@ -308,7 +332,7 @@ class SurfaceApp(Payload):
 
     id: AppId
     version: SemVer
-    surface: Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_-]{0,63}$")] | None = None
+    surface: SurfaceId | None = None
     name: Label | None = None
     integrity: Integrity | None = None
     html: str | None = None
@@ -327,7 +351,7 @@ class SurfaceApp(Payload):
             raise ValueError("`surface` is required unless an inline bundle is given")
 
 
-class UiOpen(Payload):
+class UiOpen(Payload, frozen=True):
     instance_id: InstanceId
     app: SurfaceApp
     state: JsonObject = msgspec.field(default_factory=dict)
@@ -336,7 +360,7 @@ class UiOpen(Payload):
         check_object(self.state, "state")
 
 
-class UiPatch(Payload):
+class UiPatch(Payload, frozen=True):
     """New state for an open surface; never code (spec 000 §4.1)."""
 
     instance_id: InstanceId
@@ -346,12 +370,12 @@ class UiPatch(Payload):
         check_object(self.state, "state")
 
 
-class UiClose(Payload):
+class UiClose(Payload, frozen=True):
     instance_id: InstanceId
     reason: Label | None = None
 
 
-class UiEvent(Payload):
+class UiEvent(Payload, frozen=True):
     """A user's intent from a surface; ``close`` when the user closed it."""
 
     instance_id: InstanceId

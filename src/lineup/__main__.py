@@ -1,0 +1,3 @@
+from lineup.cli import main
+
+main()

@@ -1,0 +1,21 @@
+"""The agent SDK: connect an agent process to a LineUp AppServer."""
+
+from .agent import Agent
+from .connection import Backoff
+from .conversation import Conversation, new_envelope_id
+from .cursor import CursorStore, FileCursorStore, MemoryCursorStore
+from .errors import AgentClosed, AgentError, AuthenticationFailed, SendRejected
+
+__all__ = [
+    "Agent",
+    "AgentClosed",
+    "AgentError",
+    "AuthenticationFailed",
+    "Backoff",
+    "Conversation",
+    "CursorStore",
+    "FileCursorStore",
+    "MemoryCursorStore",
+    "SendRejected",
+    "new_envelope_id",
+]

@@ -1,0 +1,266 @@
+"""``Agent``: connect to the AppServer, receive envelopes in order, answer them.
+
+Handlers for one conversation run one at a time, in sequence order; different
+conversations run side by side. The cursor of a conversation advances (and is
+saved) after its handlers finish, so a crash replays what was not handled:
+handlers see each envelope at least once, and sends are made exactly-once by
+their client-made ids.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import msgspec
+
+from lineup import wire
+from lineup.protocol import (
+    Envelope,
+    ErrorResponse,
+    MessageEnvelope,
+    Rejection,
+    Unsupported,
+    decode,
+)
+
+from .connection import Backoff, Connection
+from .conversation import Clock, Conversation, utcnow
+from .cursor import CursorStore, FileCursorStore, MemoryCursorStore
+from .errors import AgentClosed, SendRejected
+
+log = logging.getLogger("lineup.agent")
+
+MessageHandler = Callable[[Conversation, MessageEnvelope], Awaitable[Any]]
+EventHandler = Callable[[Conversation, Envelope], Awaitable[Any]]
+ConversationHandler = Callable[[Conversation], Awaitable[Any]]
+H = TypeVar("H", bound=Callable[..., Awaitable[Any]])
+
+_QUEUE_LIMIT = 10_000
+
+
+class Agent:
+    """An agent process's handle on LineUp.
+
+    >>> agent = Agent("http://127.0.0.1:8765", api_key)
+    >>> @agent.on_message
+    ... async def echo(conv, message):
+    ...     await conv.send_markdown(message.payload.text)
+    >>> await agent.run()
+    """
+
+    def __init__(
+        self,
+        server_url: str,
+        api_key: str,
+        *,
+        cursor_path: str | None = None,
+        cursor_store: CursorStore | None = None,
+        clock: Clock = utcnow,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self.server_url = server_url.rstrip("/")
+        self.api_key = api_key
+        if cursor_store is None:
+            cursor_store = FileCursorStore(cursor_path) if cursor_path else MemoryCursorStore()
+        self.cursor_store = cursor_store
+        self.clock = clock
+        self.agent_id: str | None = None
+        self.conversations: dict[str, Conversation] = {}
+        self._message_handlers: list[MessageHandler] = []
+        self._event_handlers: dict[str, list[EventHandler]] = {}
+        self._conversation_handlers: list[ConversationHandler] = []
+        self._handled = cursor_store.load()  # saved: handlers finished up to here
+        self._received: dict[str, int] = dict(self._handled)  # seen on the stream
+        self._queues: dict[str, asyncio.Queue[tuple[int, Envelope | None]]] = {}
+        self._tasks: asyncio.TaskGroup | None = None
+        self.ready = asyncio.Event()
+        self.connection = Connection(
+            _ws_url(self.server_url),
+            api_key,
+            on_frame=self._on_frame,
+            subscribe=self._subscription,
+            backoff=backoff,
+        )
+
+    # --- registration --------------------------------------------------------------------
+
+    def on_message(self, handler: MessageHandler) -> MessageHandler:
+        """Call ``handler(conversation, envelope)`` for each message from the user."""
+        self._message_handlers.append(handler)
+        return handler
+
+    def on_event(self, envelope_type: str) -> Callable[[H], H]:
+        """Call the handler for every incoming envelope of ``envelope_type``."""
+
+        def register(handler: H) -> H:
+            self._event_handlers.setdefault(envelope_type, []).append(handler)
+            return handler
+
+        return register
+
+    def on_conversation(self, handler: ConversationHandler) -> ConversationHandler:
+        """Call ``handler(conversation)`` once per conversation when the agent first sees it."""
+        self._conversation_handlers.append(handler)
+        return handler
+
+    # --- running ---------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Run until cancelled or ``stop()``; reconnects by itself."""
+        async with httpx.AsyncClient(base_url=self.server_url, headers=self._auth) as http:
+            me = msgspec.convert(await _checked(http.get("/v1/me")), wire.Me)
+            self.agent_id = me.id
+            for item in (await _checked(http.get("/v1/conversations")))["conversations"]:
+                self._add_conversation(_conversation(item))
+        try:
+            async with asyncio.TaskGroup() as tg:
+                self._tasks = tg
+                for conversation in list(self.conversations.values()):
+                    self._start_worker(conversation)
+                await self.connection.run()
+        except* AgentClosed:
+            pass
+        finally:
+            self._tasks = None
+            self.ready.clear()
+
+    async def stop(self) -> None:
+        await self.connection.close()
+        for queue in self._queues.values():
+            queue.put_nowait((0, None))
+
+    async def start_conversation(
+        self, user_id: str, *, title: str = "", conversation_id: str | None = None
+    ) -> Conversation:
+        """Open (or, with the same ``conversation_id``, reopen) a conversation with a user."""
+        body = wire.CreateConversation(user_id=user_id, title=title, id=conversation_id)
+        async with httpx.AsyncClient(base_url=self.server_url, headers=self._auth) as http:
+            data = await _checked(
+                http.post("/v1/conversations", content=msgspec.json.encode(body), headers=_JSON)
+            )
+        return self._add_conversation(_conversation(data))
+
+    @property
+    def _auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"}
+
+    # --- stream handling ----------------------------------------------------------------------
+
+    def _subscription(self) -> wire.Subscribe:
+        return wire.Subscribe(cursors=dict(self._received), all=True)
+
+    async def _on_frame(self, frame: wire.ServerFrame) -> None:
+        if isinstance(frame, wire.EnvelopeFrame):
+            await self._on_envelope(frame)
+        elif isinstance(frame, wire.ConversationFrame):
+            conversation = self._add_conversation(frame.conversation)
+            self._start_worker(conversation)
+        elif isinstance(frame, wire.Synced):
+            self.ready.set()
+        elif isinstance(frame, wire.ErrorFrame):
+            log.warning("AppServer reported an error", extra={"code": str(frame.error.code)})
+
+    async def _on_envelope(self, frame: wire.EnvelopeFrame) -> None:
+        conversation_id = frame.conversation_id
+        if frame.seq <= self._received.get(conversation_id, 0):
+            return  # replayed after a reconnect; already queued or handled
+        self._received[conversation_id] = frame.seq
+        result = decode(bytes(frame.envelope))
+        envelope: Envelope | None
+        if isinstance(result, Rejection | Unsupported):
+            log.warning(
+                "skipping an envelope this SDK cannot read",
+                extra={"conversation_id": conversation_id, "seq": frame.seq},
+            )
+            envelope = None
+        elif result.sender.kind == "agent":
+            envelope = None  # our own words, echoed by the log
+        else:
+            envelope = result
+        if conversation_id not in self.conversations:
+            log.warning("envelope for an unknown conversation", extra={"conversation_id": conversation_id})
+            return
+        queue = self._queues.get(conversation_id)
+        if queue is None:
+            self._start_worker(self.conversations[conversation_id])
+            queue = self._queues[conversation_id]
+        await queue.put((frame.seq, envelope))
+
+    def _add_conversation(self, conversation: wire.Conversation) -> Conversation:
+        existing = self.conversations.get(conversation.id)
+        if existing is not None:
+            return existing
+        created = Conversation(
+            conversation.id,
+            user_id=conversation.user_id,
+            agent_id=conversation.agent_id,
+            title=conversation.title,
+            connection=self.connection,
+            clock=self.clock,
+        )
+        self.conversations[conversation.id] = created
+        return created
+
+    def _start_worker(self, conversation: Conversation) -> None:
+        if conversation.id in self._queues or self._tasks is None:
+            return
+        queue: asyncio.Queue[tuple[int, Envelope | None]] = asyncio.Queue(_QUEUE_LIMIT)
+        self._queues[conversation.id] = queue
+        self._tasks.create_task(self._worker(conversation, queue))
+
+    async def _worker(
+        self, conversation: Conversation, queue: asyncio.Queue[tuple[int, Envelope | None]]
+    ) -> None:
+        if conversation.id not in self._handled:
+            for handler in self._conversation_handlers:
+                await self._call(handler, conversation)
+        while True:
+            seq, envelope = await queue.get()
+            if seq == 0:
+                return
+            if envelope is not None:
+                await self._dispatch(conversation, envelope)
+            self._handled[conversation.id] = seq
+            self.cursor_store.save(self._handled)
+
+    async def _dispatch(self, conversation: Conversation, envelope: Envelope) -> None:
+        if isinstance(envelope, MessageEnvelope):
+            for handler in self._message_handlers:
+                await self._call(handler, conversation, envelope)
+        for event_handler in self._event_handlers.get(envelope.type, ()):
+            await self._call(event_handler, conversation, envelope)
+
+    async def _call(self, handler: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        try:
+            await handler(*args)
+        except AgentClosed:
+            raise
+        except Exception:
+            # A failing handler must not stop the conversation; the error is the
+            # agent author's to see, without the envelope's content.
+            log.exception("handler failed", extra={"handler": getattr(handler, "__name__", "?")})
+
+
+_JSON = {"Content-Type": "application/json"}
+
+
+async def _checked(response_awaitable: Awaitable[httpx.Response]) -> Any:
+    response = await response_awaitable
+    if response.status_code >= 400:
+        raise SendRejected(msgspec.json.decode(response.content, type=ErrorResponse).error)
+    return response.json()
+
+
+def _conversation(data: dict[str, Any]) -> wire.Conversation:
+    return msgspec.convert(data, wire.Conversation)
+
+
+def _ws_url(server_url: str) -> str:
+    parts = urlsplit(server_url)
+    scheme = {"http": "ws", "https": "wss"}.get(parts.scheme, parts.scheme)
+    return urlunsplit((scheme, parts.netloc, parts.path.rstrip("/") + "/v1/stream", "", ""))

@@ -1,0 +1,135 @@
+"""``lineup``: the command line. Parses arguments and calls the packages; no logic."""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from . import logs
+
+
+def default_data_dir(name: str) -> Path:
+    root = os.environ.get("LINEUP_DATA_DIR")
+    if root:
+        return Path(root) / name
+    xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(xdg) / "lineup" / name
+
+
+@click.group()
+@click.option("--log-level", default="INFO", show_default=True, help="DEBUG, INFO, WARNING, ERROR")
+def main(log_level: str) -> None:
+    """LineUp: AI agents and people working together."""
+    logs.configure(log_level)
+
+
+# --- lineup server ------------------------------------------------------------------------
+
+
+@main.group(invoke_without_command=True)
+@click.option(
+    "--data-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where the AppServer keeps its SQLite database [default: ~/.local/share/lineup/server].",
+)
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8765, show_default=True, type=int)
+@click.pass_context
+def server(ctx: click.Context, data_dir: Path | None, host: str, port: int) -> None:
+    """Run the AppServer, or manage its users and agents."""
+    ctx.obj = data_dir or default_data_dir("server")
+    if ctx.invoked_subcommand is None:
+        from .server.runner import build_server
+
+        click.echo(f"LineUp AppServer on http://{host}:{port} (data: {ctx.obj})", err=True)
+        build_server(ctx.obj, host=host, port=port).run()
+
+
+@server.group()
+def user() -> None:
+    """Manage users."""
+
+
+@user.command("add")
+@click.argument("username")
+@click.option("--password", envvar="LINEUP_PASSWORD", default=None, help="Or $LINEUP_PASSWORD; asked if absent.")
+@click.pass_obj
+def user_add(data_dir: Path, username: str, password: str | None) -> None:
+    """Create a user who logs in with USERNAME and a password."""
+    from .server import admin
+
+    if password is None:
+        password = getpass.getpass("Password: ")
+    try:
+        user_id = asyncio.run(admin.add_user(data_dir, username, password))
+    except admin.AdminError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"user {username} created (id {user_id})")
+
+
+@server.group()
+def agent() -> None:
+    """Manage agents."""
+
+
+@agent.command("add")
+@click.argument("agent_id")
+@click.option("--name", default=None, help="Display name [default: AGENT_ID].")
+@click.pass_obj
+def agent_add(data_dir: Path, agent_id: str, name: str | None) -> None:
+    """Create an agent and print its API key (shown once)."""
+    from .server import admin
+
+    try:
+        key = asyncio.run(admin.add_agent(data_dir, agent_id, name or agent_id))
+    except admin.AdminError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"agent {agent_id} created; its API key (shown once):")
+    click.echo(key)
+
+
+# --- lineup demo ---------------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--data-dir", type=click.Path(path_type=Path), default=None, help="[default: ~/.local/share/lineup/demo]")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8765, show_default=True, type=int)
+def demo(data_dir: Path | None, host: str, port: int) -> None:
+    """Run the AppServer with the demo agent, and print how to talk to it."""
+    from .demo import run_demo
+
+    try:
+        asyncio.run(run_demo(data_dir or default_data_dir("demo"), host=host, port=port))
+    except KeyboardInterrupt:
+        pass
+
+
+# --- lineup chat -----------------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--server", "server_url", default="http://127.0.0.1:8765", show_default=True)
+@click.option("--user", "username", required=True)
+@click.option("--password", envvar="LINEUP_PASSWORD", default=None, help="Or $LINEUP_PASSWORD; asked if absent.")
+@click.option("--agent", "agent_id", default="demo-agent", show_default=True)
+def chat(server_url: str, username: str, password: str | None, agent_id: str) -> None:
+    """Chat with an agent from the terminal (a plain line client)."""
+    from .chat import run_chat
+
+    if password is None:
+        password = getpass.getpass("Password: ")
+    try:
+        asyncio.run(run_chat(server_url, username, password, agent_id))
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

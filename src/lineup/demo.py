@@ -1,0 +1,78 @@
+"""``lineup demo``: the AppServer and the scripted demo agent in one process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import signal
+from pathlib import Path
+
+import click
+
+from .agent import Agent
+from .agent.demo import build_demo_agent
+from .server import admin
+from .server.runner import build_server, wait_started
+
+DEMO_USER = "demo"
+DEMO_AGENT = "demo-agent"
+CREDENTIALS_FILE = "demo-credentials.json"
+
+
+async def ensure_demo_accounts(data_dir: Path) -> dict[str, str]:
+    """Create the demo user and agent once; later runs reuse the saved credentials."""
+    path = data_dir / CREDENTIALS_FILE
+    if path.exists():
+        saved: dict[str, str] = json.loads(path.read_text(encoding="utf-8"))
+        return saved
+    data_dir.mkdir(parents=True, exist_ok=True)
+    password = secrets.token_urlsafe(12)
+    await admin.add_user(data_dir, DEMO_USER, password)
+    key = await admin.add_agent(data_dir, DEMO_AGENT, "Demo agent")
+    credentials = {"username": DEMO_USER, "password": password, "agent_id": DEMO_AGENT, "agent_key": key}
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(credentials, handle, indent=2)
+    return credentials
+
+
+async def run_demo(data_dir: Path, *, host: str, port: int) -> None:
+    credentials = await ensure_demo_accounts(data_dir)
+    server = build_server(data_dir, host=host, port=port, embedded=True)
+    url = f"http://{host}:{port}"
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with asyncio.TaskGroup() as tg:
+        server_task = tg.create_task(server.serve())
+        await wait_started(server, server_task)
+        agent = build_demo_agent(
+            Agent(url, credentials["agent_key"], cursor_path=str(data_dir / "demo-agent-cursors.json"))
+        )
+        agent_task = tg.create_task(agent.run())
+        launcher = os.environ.get("LINEUP_LAUNCHER", "lineup")
+        click.echo(
+            "\n".join(
+                [
+                    "",
+                    "LineUp demo is running.",
+                    f"  AppServer   {url}   (API description: {url}/openapi.json)",
+                    f"  User        {credentials['username']}   password: {credentials['password']}",
+                    f"  Agent       {credentials['agent_id']}   (scripted: /help, echo)",
+                    f"  Data        {data_dir}",
+                    "",
+                    "Talk to the agent from another terminal:",
+                    f"  LINEUP_PASSWORD={credentials['password']} {launcher} chat --server {url} --user {credentials['username']}",
+                    "",
+                    "Press Ctrl-C to stop.",
+                ]
+            )
+        )
+        await stop.wait()
+        await agent.stop()
+        await agent_task
+        server.should_exit = True
+        await server_task

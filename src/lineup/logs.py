@@ -1,0 +1,35 @@
+"""Logging setup: one line per event, ``key=value`` fields from ``extra``.
+
+Only ids, types, codes, sizes and counts are ever passed as fields; message
+bodies, payloads, arguments, answers, tokens and passwords never are.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+_STANDARD = set(logging.LogRecord("x", 0, "x", 0, "x", None, None).__dict__) | {
+    "message",
+    "asctime",
+    "color_message",
+}
+
+
+class KeyValueFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        base = super().format(record)
+        fields = {k: v for k, v in record.__dict__.items() if k not in _STANDARD}
+        if not fields:
+            return base
+        return base + " " + " ".join(f"{k}={v}" for k, v in sorted(fields.items()))
+
+
+def configure(level: str = "INFO") -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(KeyValueFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    for noisy in ("websockets", "httpx", "httpcore", "uvicorn.access"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)

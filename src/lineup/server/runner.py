@@ -1,0 +1,55 @@
+"""Run the AppServer under uvicorn (one process; SQLite)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import uvicorn
+
+from .app import create_app
+from .storage import SQLiteStorage
+
+DATABASE_FILE = "appserver.sqlite3"
+
+
+def storage_for(data_dir: Path) -> SQLiteStorage:
+    return SQLiteStorage(data_dir / DATABASE_FILE)
+
+
+class EmbeddedServer(uvicorn.Server):
+    """A uvicorn server that leaves signal handling to its host program."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def build_server(
+    data_dir: Path, *, host: str = "127.0.0.1", port: int = 8765, embedded: bool = False
+) -> uvicorn.Server:
+    app = create_app(storage_for(data_dir))
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        loop="uvloop",
+        http="httptools",
+        ws="websockets-sansio",
+        lifespan="on",
+        access_log=False,
+        log_config=None,
+        ws_max_size=512 * 1024,
+        timeout_graceful_shutdown=10,
+    )
+    return (EmbeddedServer if embedded else uvicorn.Server)(config)
+
+
+async def wait_started(server: uvicorn.Server, task: asyncio.Task[None]) -> None:
+    while not server.started:
+        if task.done():
+            task.result()
+            raise RuntimeError("the AppServer stopped during startup")
+        await asyncio.sleep(0.02)

@@ -1,0 +1,31 @@
+"""AppServer storage: one interface, one engine per database."""
+
+from .base import (
+    AgentRecord,
+    AlreadyExists,
+    AppendOutcome,
+    AppendRequest,
+    AppendStatus,
+    ConversationRecord,
+    Principal,
+    Storage,
+    StorageError,
+    StoredEnvelope,
+    UserRecord,
+)
+from .sqlite import SQLiteStorage
+
+__all__ = [
+    "AgentRecord",
+    "AlreadyExists",
+    "AppendOutcome",
+    "AppendRequest",
+    "AppendStatus",
+    "ConversationRecord",
+    "Principal",
+    "SQLiteStorage",
+    "Storage",
+    "StorageError",
+    "StoredEnvelope",
+    "UserRecord",
+]

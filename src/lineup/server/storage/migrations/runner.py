@@ -1,0 +1,52 @@
+"""Apply numbered ``NNNN_name.sql`` files in order and record the schema version."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from importlib import resources
+
+_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+
+def migration_files(engine: str) -> list[tuple[int, str]]:
+    """``(version, sql)`` for every migration of ``engine``, in order."""
+    folder = resources.files(__package__).joinpath(engine)
+    found: list[tuple[int, str]] = []
+    for entry in folder.iterdir():
+        match = _NAME.match(entry.name)
+        if match:
+            found.append((int(match.group(1)), entry.read_text(encoding="utf-8")))
+    found.sort()
+    versions = [v for v, _ in found]
+    if versions != list(range(1, len(versions) + 1)):
+        raise RuntimeError(f"{engine} migrations are not numbered 1..n without gaps: {versions}")
+    return found
+
+
+def migrate_sqlite(conn: sqlite3.Connection) -> int:
+    """Bring the database to the newest schema; return the resulting version."""
+    conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+    row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+    current = row[0] or 0
+    migrations = migration_files("sqlite")
+    if current > len(migrations):
+        raise RuntimeError(
+            f"database schema version {current} is newer than this LineUp ({len(migrations)})"
+        )
+    for version, sql in migrations[current:]:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _statements(sql):
+                conn.execute(statement)
+            conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+    return len(migrations)
+
+
+def _statements(sql: str) -> list[str]:
+    body = "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
+    return [s.strip() for s in body.split(";") if s.strip()]

@@ -1,0 +1,160 @@
+"""The AppServer's HTTP bodies and WebSocket frames, shared by server and clients.
+
+Envelopes travel inside frames as raw JSON (``msgspec.Raw``) so that neither side
+parses them twice; ``lineup.protocol.decode`` validates them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+import msgspec
+
+from lineup.protocol import ErrorBody
+from lineup.protocol.fields import ID_PATTERN
+
+Id = Annotated[str, msgspec.Meta(pattern=ID_PATTERN)]
+Username = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9._-]{1,64}$")]
+Password = Annotated[str, msgspec.Meta(min_length=1, max_length=1024)]
+Title = Annotated[str, msgspec.Meta(max_length=200)]
+Seq = Annotated[int, msgspec.Meta(ge=0)]
+
+
+class _Body(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+    pass
+
+
+# --- HTTP --------------------------------------------------------------------------------
+
+
+class LoginRequest(_Body):
+    username: Username
+    password: Password
+
+
+class LoginResponse(_Body):
+    token: str
+    user_id: str
+    expires_at: datetime
+
+
+class Me(_Body):
+    kind: Literal["user", "agent"]
+    id: str
+
+
+class CreateConversation(_Body):
+    """A user names the agent, an agent names the user. ``id`` makes retries safe."""
+
+    agent_id: Id | None = None
+    user_id: Id | None = None
+    id: Id | None = None
+    title: Title = ""
+
+
+class Conversation(_Body):
+    id: str
+    user_id: str
+    agent_id: str
+    title: str
+    created_at: datetime
+    last_seq: int
+
+
+class ConversationList(_Body):
+    conversations: list[Conversation]
+
+
+class SendResult(_Body):
+    conversation_id: str
+    id: str
+    seq: int
+    duplicate: bool = False
+
+
+class StoredItem(_Body):
+    seq: int
+    envelope: msgspec.Raw
+
+
+class EnvelopePage(_Body):
+    conversation_id: str
+    envelopes: list[StoredItem]
+    next_since: int
+
+
+class Health(_Body):
+    status: Literal["ok", "starting", "stopping"]
+    schema_version: int = 0
+
+
+# --- WebSocket frames: client → server -------------------------------------------------------
+
+
+class Subscribe(_Body, tag_field="op", tag="subscribe"):
+    """Stream these conversations from their cursors; ``all`` adds every other
+    conversation of the caller (from 0) and any created later."""
+
+    cursors: dict[Id, Seq] = msgspec.field(default_factory=dict)
+    all: bool = False
+
+
+class Send(_Body, tag_field="op", tag="send"):
+    envelope: msgspec.Raw
+
+
+class Ping(_Body, tag_field="op", tag="ping"):
+    pass
+
+
+ClientFrame = Subscribe | Send | Ping
+
+
+# --- WebSocket frames: server → client -------------------------------------------------------
+
+
+class EnvelopeFrame(_Body, tag_field="op", tag="envelope"):
+    conversation_id: str
+    seq: int
+    envelope: msgspec.Raw
+
+
+class Ack(_Body, tag_field="op", tag="ack"):
+    id: str
+    conversation_id: str
+    seq: int
+    duplicate: bool = False
+
+
+class Nack(_Body, tag_field="op", tag="nack"):
+    error: ErrorBody
+    id: str | None = None
+
+
+class Synced(_Body, tag_field="op", tag="synced"):
+    """Sent once after a subscribe, when every backlog has been delivered."""
+
+    cursors: dict[str, int]
+
+
+class ConversationFrame(_Body, tag_field="op", tag="conversation"):
+    conversation: Conversation
+
+
+class Pong(_Body, tag_field="op", tag="pong"):
+    pass
+
+
+class ErrorFrame(_Body, tag_field="op", tag="error"):
+    error: ErrorBody
+
+
+ServerFrame = EnvelopeFrame | Ack | Nack | Synced | ConversationFrame | Pong | ErrorFrame
+
+
+def envelope_frame_bytes(conversation_id: str, seq: int, body: bytes) -> bytes:
+    """Encode an ``envelope`` frame around already-canonical envelope bytes."""
+    return msgspec.json.encode(
+        EnvelopeFrame(conversation_id=conversation_id, seq=seq, envelope=msgspec.Raw(body))
+    )
