@@ -32,8 +32,12 @@ async def run_chat(server_url: str, username: str, password: str, agent_id: str)
             raise click.ClickException(response.json()["error"]["message"])
         click.echo(f"Connected as {username}. Type a message and press Enter; Ctrl-D to quit.")
         parts = urlsplit(server_url)
-        ws_url = urlunsplit(({"https": "wss"}.get(parts.scheme, "ws"), parts.netloc, "/v1/stream", "", ""))
-        async with connect(ws_url, additional_headers={"Authorization": f"Bearer {login.token}"}) as ws:
+        ws_url = urlunsplit(
+            ({"https": "wss"}.get(parts.scheme, "ws"), parts.netloc, "/v1/stream", "", "")
+        )
+        async with connect(
+            ws_url, additional_headers={"Authorization": f"Bearer {login.token}"}
+        ) as ws:
             subscribe = wire.Subscribe(cursors={conversation_id: 0})
             await ws.send(msgspec.json.encode(subscribe).decode())
             async with asyncio.TaskGroup() as tg:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import getpass
 import os
 import sys
@@ -58,7 +59,12 @@ def user() -> None:
 
 @user.command("add")
 @click.argument("username")
-@click.option("--password", envvar="LINEUP_PASSWORD", default=None, help="Or $LINEUP_PASSWORD; asked if absent.")
+@click.option(
+    "--password",
+    envvar="LINEUP_PASSWORD",
+    default=None,
+    help="Or $LINEUP_PASSWORD; asked if absent.",
+)
 @click.pass_obj
 def user_add(data_dir: Path, username: str, password: str | None) -> None:
     """Create a user who logs in with USERNAME and a password."""
@@ -98,17 +104,20 @@ def agent_add(data_dir: Path, agent_id: str, name: str | None) -> None:
 
 
 @main.command()
-@click.option("--data-dir", type=click.Path(path_type=Path), default=None, help="[default: ~/.local/share/lineup/demo]")
+@click.option(
+    "--data-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="[default: ~/.local/share/lineup/demo]",
+)
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8765, show_default=True, type=int)
 def demo(data_dir: Path | None, host: str, port: int) -> None:
     """Run the AppServer with the demo agent, and print how to talk to it."""
     from .demo import run_demo
 
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(run_demo(data_dir or default_data_dir("demo"), host=host, port=port))
-    except KeyboardInterrupt:
-        pass
 
 
 # --- lineup chat -----------------------------------------------------------------------------
@@ -117,7 +126,12 @@ def demo(data_dir: Path | None, host: str, port: int) -> None:
 @main.command()
 @click.option("--server", "server_url", default="http://127.0.0.1:8765", show_default=True)
 @click.option("--user", "username", required=True)
-@click.option("--password", envvar="LINEUP_PASSWORD", default=None, help="Or $LINEUP_PASSWORD; asked if absent.")
+@click.option(
+    "--password",
+    envvar="LINEUP_PASSWORD",
+    default=None,
+    help="Or $LINEUP_PASSWORD; asked if absent.",
+)
 @click.option("--agent", "agent_id", default="demo-agent", show_default=True)
 def chat(server_url: str, username: str, password: str | None, agent_id: str) -> None:
     """Chat with an agent from the terminal (a plain line client)."""
@@ -125,10 +139,8 @@ def chat(server_url: str, username: str, password: str | None, agent_id: str) ->
 
     if password is None:
         password = getpass.getpass("Password: ")
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(run_chat(server_url, username, password, agent_id))
-    except KeyboardInterrupt:
-        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -31,7 +31,12 @@ async def ensure_demo_accounts(data_dir: Path) -> dict[str, str]:
     password = secrets.token_urlsafe(12)
     await admin.add_user(data_dir, DEMO_USER, password)
     key = await admin.add_agent(data_dir, DEMO_AGENT, "Demo agent")
-    credentials = {"username": DEMO_USER, "password": password, "agent_id": DEMO_AGENT, "agent_key": key}
+    credentials = {
+        "username": DEMO_USER,
+        "password": password,
+        "agent_id": DEMO_AGENT,
+        "agent_key": key,
+    }
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         json.dump(credentials, handle, indent=2)
@@ -50,22 +55,26 @@ async def run_demo(data_dir: Path, *, host: str, port: int) -> None:
         server_task = tg.create_task(server.serve())
         await wait_started(server, server_task)
         agent = build_demo_agent(
-            Agent(url, credentials["agent_key"], cursor_path=str(data_dir / "demo-agent-cursors.json"))
+            Agent(
+                url, credentials["agent_key"], cursor_path=str(data_dir / "demo-agent-cursors.json")
+            )
         )
         agent_task = tg.create_task(agent.run())
         launcher = os.environ.get("LINEUP_LAUNCHER", "lineup")
+        user, password = credentials["username"], credentials["password"]
+        chat_command = f"LINEUP_PASSWORD={password} {launcher} chat --server {url} --user {user}"
         click.echo(
             "\n".join(
                 [
                     "",
                     "LineUp demo is running.",
                     f"  AppServer   {url}   (API description: {url}/openapi.json)",
-                    f"  User        {credentials['username']}   password: {credentials['password']}",
+                    f"  User        {user}   password: {password}",
                     f"  Agent       {credentials['agent_id']}   (scripted: /help, echo)",
                     f"  Data        {data_dir}",
                     "",
                     "Talk to the agent from another terminal:",
-                    f"  LINEUP_PASSWORD={credentials['password']} {launcher} chat --server {url} --user {credentials['username']}",
+                    f"  {chat_command}",
                     "",
                     "Press Ctrl-C to stop.",
                 ]

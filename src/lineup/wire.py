@@ -21,30 +21,32 @@ Title = Annotated[str, msgspec.Meta(max_length=200)]
 Seq = Annotated[int, msgspec.Meta(ge=0)]
 
 
-class _Body(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
-    pass
+class _Body(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True
+):
+    """Base of every body and frame: immutable, strict about unknown fields."""
 
 
 # --- HTTP --------------------------------------------------------------------------------
 
 
-class LoginRequest(_Body):
+class LoginRequest(_Body, frozen=True):
     username: Username
     password: Password
 
 
-class LoginResponse(_Body):
+class LoginResponse(_Body, frozen=True):
     token: str
     user_id: str
     expires_at: datetime
 
 
-class Me(_Body):
+class Me(_Body, frozen=True):
     kind: Literal["user", "agent"]
     id: str
 
 
-class CreateConversation(_Body):
+class CreateConversation(_Body, frozen=True):
     """A user names the agent, an agent names the user. ``id`` makes retries safe."""
 
     agent_id: Id | None = None
@@ -53,7 +55,7 @@ class CreateConversation(_Body):
     title: Title = ""
 
 
-class Conversation(_Body):
+class Conversation(_Body, frozen=True):
     id: str
     user_id: str
     agent_id: str
@@ -62,29 +64,29 @@ class Conversation(_Body):
     last_seq: int
 
 
-class ConversationList(_Body):
+class ConversationList(_Body, frozen=True):
     conversations: list[Conversation]
 
 
-class SendResult(_Body):
+class SendResult(_Body, frozen=True):
     conversation_id: str
     id: str
     seq: int
     duplicate: bool = False
 
 
-class StoredItem(_Body):
+class StoredItem(_Body, frozen=True):
     seq: int
     envelope: msgspec.Raw
 
 
-class EnvelopePage(_Body):
+class EnvelopePage(_Body, frozen=True):
     conversation_id: str
     envelopes: list[StoredItem]
     next_since: int
 
 
-class Health(_Body):
+class Health(_Body, frozen=True):
     status: Literal["ok", "starting", "stopping"]
     schema_version: int = 0
 
@@ -92,7 +94,7 @@ class Health(_Body):
 # --- WebSocket frames: client → server -------------------------------------------------------
 
 
-class Subscribe(_Body, tag_field="op", tag="subscribe"):
+class Subscribe(_Body, frozen=True, tag_field="op", tag="subscribe"):
     """Stream these conversations from their cursors; ``all`` adds every other
     conversation of the caller (from 0) and any created later."""
 
@@ -100,11 +102,11 @@ class Subscribe(_Body, tag_field="op", tag="subscribe"):
     all: bool = False
 
 
-class Send(_Body, tag_field="op", tag="send"):
+class Send(_Body, frozen=True, tag_field="op", tag="send"):
     envelope: msgspec.Raw
 
 
-class Ping(_Body, tag_field="op", tag="ping"):
+class Ping(_Body, frozen=True, tag_field="op", tag="ping"):
     pass
 
 
@@ -114,39 +116,39 @@ ClientFrame = Subscribe | Send | Ping
 # --- WebSocket frames: server → client -------------------------------------------------------
 
 
-class EnvelopeFrame(_Body, tag_field="op", tag="envelope"):
+class EnvelopeFrame(_Body, frozen=True, tag_field="op", tag="envelope"):
     conversation_id: str
     seq: int
     envelope: msgspec.Raw
 
 
-class Ack(_Body, tag_field="op", tag="ack"):
+class Ack(_Body, frozen=True, tag_field="op", tag="ack"):
     id: str
     conversation_id: str
     seq: int
     duplicate: bool = False
 
 
-class Nack(_Body, tag_field="op", tag="nack"):
+class Nack(_Body, frozen=True, tag_field="op", tag="nack"):
     error: ErrorBody
     id: str | None = None
 
 
-class Synced(_Body, tag_field="op", tag="synced"):
+class Synced(_Body, frozen=True, tag_field="op", tag="synced"):
     """Sent once after a subscribe, when every backlog has been delivered."""
 
     cursors: dict[str, int]
 
 
-class ConversationFrame(_Body, tag_field="op", tag="conversation"):
+class ConversationFrame(_Body, frozen=True, tag_field="op", tag="conversation"):
     conversation: Conversation
 
 
-class Pong(_Body, tag_field="op", tag="pong"):
+class Pong(_Body, frozen=True, tag_field="op", tag="pong"):
     pass
 
 
-class ErrorFrame(_Body, tag_field="op", tag="error"):
+class ErrorFrame(_Body, frozen=True, tag_field="op", tag="error"):
     error: ErrorBody
 
 

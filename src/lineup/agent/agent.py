@@ -31,7 +31,7 @@ from lineup.protocol import (
 from .connection import Backoff, Connection
 from .conversation import Clock, Conversation, utcnow
 from .cursor import CursorStore, FileCursorStore, MemoryCursorStore
-from .errors import AgentClosed, SendRejected
+from .errors import AgentClosed, AuthenticationFailed, SendRejected
 
 log = logging.getLogger("lineup.agent")
 
@@ -183,7 +183,9 @@ class Agent:
         else:
             envelope = result
         if conversation_id not in self.conversations:
-            log.warning("envelope for an unknown conversation", extra={"conversation_id": conversation_id})
+            log.warning(
+                "envelope for an unknown conversation", extra={"conversation_id": conversation_id}
+            )
             return
         queue = self._queues.get(conversation_id)
         if queue is None:
@@ -251,6 +253,8 @@ _JSON = {"Content-Type": "application/json"}
 
 async def _checked(response_awaitable: Awaitable[httpx.Response]) -> Any:
     response = await response_awaitable
+    if response.status_code == 401:
+        raise AuthenticationFailed("the AppServer refused the API key")
     if response.status_code >= 400:
         raise SendRejected(msgspec.json.decode(response.content, type=ErrorResponse).error)
     return response.json()

@@ -18,7 +18,6 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
 from lineup import wire
- 
 
 from .errors import AgentClosed, AuthenticationFailed, SendRejected
 
@@ -33,11 +32,13 @@ _encode = msgspec.json.encode
 class Backoff:
     """Exponential backoff with full jitter, capped; ``reset`` after a success."""
 
-    def __init__(self, base: float = 0.2, cap: float = 10.0, rng: random.Random | None = None) -> None:
+    def __init__(
+        self, base: float = 0.2, cap: float = 10.0, rng: random.Random | None = None
+    ) -> None:
         self.base = base
         self.cap = cap
         self.attempt = 0
-        self._rng = rng or random.Random()  # noqa: S311 - jitter, not security
+        self._rng = rng or random.Random()
 
     def next_delay(self) -> float:
         ceiling = min(self.cap, self.base * (2**self.attempt))
@@ -91,10 +92,10 @@ class Connection:
             if future.done():
                 self._pending.pop(envelope_id, None)
 
-    async def _write(self, ws: ClientConnection, frame: bytes) -> None:
+    async def _write(self, ws: ClientConnection, data: bytes) -> None:
         try:
             async with self._write_lock:
-                await ws.send(frame.decode("utf-8"))
+                await ws.send(data.decode("utf-8"))
         except ConnectionClosed:
             pass  # resent after reconnect
 
@@ -132,13 +133,13 @@ class Connection:
         self._ws = ws
         self.connects += 1
         await self._write(ws, _encode(self._subscribe()))
-        for frame, _future in list(self._pending.values()):
-            await self._write(ws, frame)
+        for pending_frame, _future in list(self._pending.values()):
+            await self._write(ws, pending_frame)
         self.connected.set()
         async for raw in ws:
             data = raw.encode("utf-8") if isinstance(raw, str) else raw
             try:
-                frame = _frame_decoder.decode(data)
+                frame: wire.ServerFrame = _frame_decoder.decode(data)
             except (msgspec.ValidationError, msgspec.DecodeError):
                 log.warning("unreadable frame from the AppServer", extra={"size": len(data)})
                 continue
@@ -178,5 +179,3 @@ class Connection:
     @property
     def pending_count(self) -> int:
         return len(self._pending)
-
-

@@ -71,7 +71,11 @@ class Conversation:
         return ack.seq
 
     def _make(
-        self, kind: Callable[..., E], prefix: str, payload: payloads.Payload, envelope_id: str | None
+        self,
+        kind: Callable[..., E],
+        prefix: str,
+        payload: payloads.Payload,
+        envelope_id: str | None,
     ) -> E:
         return kind(
             id=envelope_id or new_envelope_id(prefix),
@@ -116,5 +120,3 @@ class Conversation:
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
-
-

@@ -21,7 +21,8 @@ def build_demo_agent(agent: Agent) -> Agent:
     async def welcome(conversation: Conversation) -> None:
         # A fixed id makes the greeting idempotent across restarts.
         await conversation.send_markdown(
-            "Hello! Type `/help` to see what I can do.", envelope_id=f"welcome.{conversation.id}"[:128]
+            "Hello! Type `/help` to see what I can do.",
+            envelope_id=f"welcome.{conversation.id}"[:128],
         )
 
     @agent.on_message

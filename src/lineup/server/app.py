@@ -20,7 +20,7 @@ from .http_api import ROUTES, JSONResponse
 from .hub import Hub
 from .openapi import build_openapi
 from .service import AppServerService
-from .storage import Storage
+from .storage import Storage, StorageError
 from .ws_api import stream_endpoint
 
 log = logging.getLogger("lineup.server")
@@ -61,6 +61,11 @@ def create_app(storage: Storage, *, token_ttl: timedelta = timedelta(days=30)) -
         error = ApiError(code, str(exc.detail))
         return Response(error.to_json(), status_code=exc.status_code, media_type="application/json")
 
+    async def storage_error(request: Request, exc: Exception) -> Response:
+        log.error("storage failed", extra={"error": type(exc).__name__})
+        error = ApiError(ErrorCode.UNAVAILABLE, "storage is unavailable; retry later")
+        return Response(error.to_json(), status_code=503, media_type="application/json")
+
     async def internal_error(request: Request, exc: Exception) -> Response:
         log.error("unhandled error", exc_info=exc)
         error = ApiError(ErrorCode.INTERNAL_ERROR, "internal error")
@@ -75,6 +80,7 @@ def create_app(storage: Storage, *, token_ttl: timedelta = timedelta(days=30)) -
         exception_handlers={
             ApiError: api_error,
             HTTPException: http_error,
+            StorageError: storage_error,
             Exception: internal_error,
         },
         lifespan=lifespan,

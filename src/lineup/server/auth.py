@@ -13,7 +13,7 @@ import hashlib
 import hmac
 import secrets
 
-USER_TOKEN_PREFIX = "lut_"
+USER_TOKEN_PREFIX = "lut_"  # noqa: S105 - a prefix, not a secret
 AGENT_KEY_PREFIX = "lak_"
 
 _SCRYPT_N = 2**14
@@ -25,11 +25,14 @@ _SCRYPT_LEN = 32
 def hash_password(password: str) -> str:
     salt = secrets.token_bytes(16)
     digest = hashlib.scrypt(
-        password.encode("utf-8"), salt=salt, n=_SCRYPT_N, r=_SCRYPT_R, p=_SCRYPT_P, dklen=_SCRYPT_LEN
+        password.encode("utf-8"),
+        salt=salt,
+        n=_SCRYPT_N,
+        r=_SCRYPT_R,
+        p=_SCRYPT_P,
+        dklen=_SCRYPT_LEN,
     )
-    return "scrypt${}${}${}${}${}".format(
-        _SCRYPT_N, _SCRYPT_R, _SCRYPT_P, _b64(salt), _b64(digest)
-    )
+    return f"scrypt${_SCRYPT_N}${_SCRYPT_R}${_SCRYPT_P}${_b64(salt)}${_b64(digest)}"
 
 
 def verify_password(password: str, stored: str) -> bool:

@@ -8,7 +8,6 @@ from lineup.protocol import ErrorBody, ErrorCode, ErrorResponse, Rejection
 
 HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.ENVELOPE_TOO_LARGE: 413,
-    ErrorCode.REQUEST_TOO_LARGE: 413,
     ErrorCode.MALFORMED_ENVELOPE: 400,
     ErrorCode.UNSUPPORTED_TYPE: 422,
     ErrorCode.UNSUPPORTED_VERSION: 422,
@@ -20,7 +19,6 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.NOT_FOUND: 404,
     ErrorCode.METHOD_NOT_ALLOWED: 405,
     ErrorCode.CONFLICT: 409,
-    ErrorCode.OVERLOADED: 503,
     ErrorCode.UNAVAILABLE: 503,
     ErrorCode.INTERNAL_ERROR: 500,
 }

@@ -112,7 +112,9 @@ async def me(request: Request) -> Response:
 async def list_conversations(request: Request) -> Response:
     principal = await principal_of(request)
     records = await service_of(request).list_conversations(principal)
-    return JSONResponse(wire.ConversationList(conversations=[conversation_json(r) for r in records]))
+    return JSONResponse(
+        wire.ConversationList(conversations=[conversation_json(r) for r in records])
+    )
 
 
 async def create_conversation(request: Request) -> Response:
@@ -140,7 +142,10 @@ async def post_envelope(request: Request) -> Response:
         principal, data, conversation_id=request.path_params["conversation_id"]
     )
     result = wire.SendResult(
-        conversation_id=sent.conversation_id, id=sent.envelope_id, seq=sent.seq, duplicate=sent.duplicate
+        conversation_id=sent.conversation_id,
+        id=sent.envelope_id,
+        seq=sent.seq,
+        duplicate=sent.duplicate,
     )
     return JSONResponse(result, status_code=200 if sent.duplicate else 201)
 
@@ -169,7 +174,9 @@ async def healthz(request: Request) -> Response:
 async def readyz(request: Request) -> Response:
     state = request.app.state
     if not getattr(state, "ready", False):
-        return JSONResponse(wire.Health(status="stopping" if getattr(state, "stopping", False) else "starting"), 503)
+        return JSONResponse(
+            wire.Health(status="stopping" if getattr(state, "stopping", False) else "starting"), 503
+        )
     return JSONResponse(wire.Health(status="ok", schema_version=state.schema_version))
 
 

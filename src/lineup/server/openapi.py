@@ -24,8 +24,14 @@ def _errors(*statuses: int) -> dict[str, Any]:
     }
 
 
-def _op(summary: str, ok: dict[str, Any], *errors: int, body: str | None = None, auth: bool = True,
-        params: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def _op(
+    summary: str,
+    ok: dict[str, Any],
+    *errors: int,
+    body: str | None = None,
+    auth: bool = True,
+    params: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     op: dict[str, Any] = {"summary": summary, "responses": {**ok, **_errors(*errors)}}
     if body is not None:
         op["requestBody"] = {"required": True, "content": _json(body)}
@@ -37,8 +43,13 @@ def _op(summary: str, ok: dict[str, Any], *errors: int, body: str | None = None,
 
 
 def _query(name: str, description: str) -> dict[str, Any]:
-    return {"name": name, "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0},
-            "description": description}
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "schema": {"type": "integer", "minimum": 0},
+        "description": description,
+    }
 
 
 _CONV = {"name": "conversation_id", "in": "path", "required": True, "schema": {"type": "string"}}
@@ -46,8 +57,16 @@ _CONV = {"name": "conversation_id", "in": "path", "required": True, "schema": {"
 
 def build_openapi() -> dict[str, Any]:
     types: list[Any] = [
-        wire.LoginRequest, wire.LoginResponse, wire.Me, wire.CreateConversation, wire.Conversation,
-        wire.ConversationList, wire.SendResult, wire.EnvelopePage, wire.Health, ErrorResponse,
+        wire.LoginRequest,
+        wire.LoginResponse,
+        wire.Me,
+        wire.CreateConversation,
+        wire.Conversation,
+        wire.ConversationList,
+        wire.SendResult,
+        wire.EnvelopePage,
+        wire.Health,
+        ErrorResponse,
         AnyEnvelope,
     ]
     schemas, components = msgspec.json.schema_components(
@@ -56,41 +75,114 @@ def build_openapi() -> dict[str, Any]:
     components["Envelope"] = schemas[-1]
     envelope_ref = {"$ref": "#/components/schemas/Envelope"}
     paths: dict[str, Any] = {
-        "/v1/login": {"post": _op("Log a user in; returns a bearer token",
-                                  {"200": {"description": "token", "content": _json("LoginResponse")}},
-                                  400, 401, body="LoginRequest", auth=False)},
-        "/v1/logout": {"post": _op("Revoke the calling user's token", {"204": {"description": "revoked"}}, 401, 403)},
-        "/v1/me": {"get": _op("Who the bearer is", {"200": {"description": "principal", "content": _json("Me")}}, 401)},
+        "/v1/login": {
+            "post": _op(
+                "Log a user in; returns a bearer token",
+                {"200": {"description": "token", "content": _json("LoginResponse")}},
+                400,
+                401,
+                body="LoginRequest",
+                auth=False,
+            )
+        },
+        "/v1/logout": {
+            "post": _op(
+                "Revoke the calling user's token", {"204": {"description": "revoked"}}, 401, 403
+            )
+        },
+        "/v1/me": {
+            "get": _op(
+                "Who the bearer is",
+                {"200": {"description": "principal", "content": _json("Me")}},
+                401,
+            )
+        },
         "/v1/conversations": {
-            "get": _op("The caller's conversations",
-                       {"200": {"description": "list", "content": _json("ConversationList")}}, 401),
-            "post": _op("Create a conversation with the named agent (user) or user (agent)",
-                        {"201": {"description": "created", "content": _json("Conversation")},
-                         "200": {"description": "already created by the same request id",
-                                 "content": _json("Conversation")}},
-                        400, 401, 404, 409, body="CreateConversation"),
+            "get": _op(
+                "The caller's conversations",
+                {"200": {"description": "list", "content": _json("ConversationList")}},
+                401,
+            ),
+            "post": _op(
+                "Create a conversation with the named agent (user) or user (agent)",
+                {
+                    "201": {"description": "created", "content": _json("Conversation")},
+                    "200": {
+                        "description": "already created by the same request id",
+                        "content": _json("Conversation"),
+                    },
+                },
+                400,
+                401,
+                404,
+                409,
+                body="CreateConversation",
+            ),
         },
         "/v1/conversations/{conversation_id}": {
-            "get": _op("One conversation", {"200": {"description": "conversation", "content": _json("Conversation")}},
-                       401, 404, params=[_CONV]),
+            "get": _op(
+                "One conversation",
+                {"200": {"description": "conversation", "content": _json("Conversation")}},
+                401,
+                404,
+                params=[_CONV],
+            ),
         },
         "/v1/conversations/{conversation_id}/envelopes": {
             "post": {
-                **_op("Send an envelope; idempotent by envelope id",
-                      {"201": {"description": "stored", "content": _json("SendResult")},
-                       "200": {"description": "already stored (same id, same body)", "content": _json("SendResult")}},
-                      400, 401, 403, 404, 409, 413, 422, 503, params=[_CONV]),
-                "requestBody": {"required": True, "content": {"application/json": {"schema": envelope_ref}}},
+                **_op(
+                    "Send an envelope; idempotent by envelope id",
+                    {
+                        "201": {"description": "stored", "content": _json("SendResult")},
+                        "200": {
+                            "description": "already stored (same id, same body)",
+                            "content": _json("SendResult"),
+                        },
+                    },
+                    400,
+                    401,
+                    403,
+                    404,
+                    409,
+                    413,
+                    422,
+                    503,
+                    params=[_CONV],
+                ),
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": envelope_ref}},
+                },
             },
-            "get": _op("Envelopes after a cursor; with `wait`, a long poll",
-                       {"200": {"description": "page", "content": _json("EnvelopePage")}}, 400, 401, 404,
-                       params=[_CONV, _query("since", "cursor: the last seq already seen"),
-                               _query("limit", "page size, 1..500"),
-                               _query("wait", "seconds to hold the request when nothing is new, 0..60")]),
+            "get": _op(
+                "Envelopes after a cursor; with `wait`, a long poll",
+                {"200": {"description": "page", "content": _json("EnvelopePage")}},
+                400,
+                401,
+                404,
+                params=[
+                    _CONV,
+                    _query("since", "cursor: the last seq already seen"),
+                    _query("limit", "page size, 1..500"),
+                    _query("wait", "seconds to hold the request when nothing is new, 0..60"),
+                ],
+            ),
         },
-        "/healthz": {"get": _op("Liveness", {"200": {"description": "alive", "content": _json("Health")}}, auth=False)},
-        "/readyz": {"get": _op("Readiness", {"200": {"description": "ready", "content": _json("Health")}},
-                               503, auth=False)},
+        "/healthz": {
+            "get": _op(
+                "Liveness",
+                {"200": {"description": "alive", "content": _json("Health")}},
+                auth=False,
+            )
+        },
+        "/readyz": {
+            "get": _op(
+                "Readiness",
+                {"200": {"description": "ready", "content": _json("Health")}},
+                503,
+                auth=False,
+            )
+        },
     }
     return {
         "openapi": "3.1.0",

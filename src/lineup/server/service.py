@@ -97,7 +97,9 @@ class AppServerService:
             user_id = await self.storage.user_for_token(auth.secret_hash(secret), self.clock())
             if user_id is not None:
                 return Principal("user", user_id)
-        raise ApiError(ErrorCode.UNAUTHORIZED, "the token or API key is unknown, expired or revoked")
+        raise ApiError(
+            ErrorCode.UNAUTHORIZED, "the token or API key is unknown, expired or revoked"
+        )
 
     # --- conversations ----------------------------------------------------------------
 
@@ -139,7 +141,9 @@ class AppServerService:
             return existing, False
         raise ApiError(ErrorCode.CONFLICT, "a different conversation already has this id")
 
-    async def conversation_for(self, principal: Principal, conversation_id: str) -> ConversationRecord:
+    async def conversation_for(
+        self, principal: Principal, conversation_id: str
+    ) -> ConversationRecord:
         record = await self.storage.get_conversation(conversation_id)
         if record is None or not record.has_member(principal):
             # Same answer for "absent" and "not yours": existence is not disclosed.
@@ -198,7 +202,9 @@ class AppServerService:
         if sender.kind not in allowed or sender.id != principal.id:
             self._refused(principal, ErrorCode.SENDER_MISMATCH, len(data))
             raise ApiError(
-                ErrorCode.SENDER_MISMATCH, "`sender` must name the authenticated caller", path="$.sender"
+                ErrorCode.SENDER_MISMATCH,
+                "`sender` must name the authenticated caller",
+                path="$.sender",
             )
         if sender.kind not in type(envelope).senders:
             self._refused(principal, ErrorCode.DIRECTION_NOT_ALLOWED, len(data))
@@ -273,7 +279,12 @@ class AppServerService:
     def _refused(self, principal: Principal, code: ErrorCode, size: int) -> None:
         log.info(
             "envelope refused",
-            extra={"principal": principal.kind, "principal_id": principal.id, "code": code.value, "size": size},
+            extra={
+                "principal": principal.kind,
+                "principal_id": principal.id,
+                "code": code.value,
+                "size": size,
+            },
         )
 
 

@@ -183,7 +183,9 @@ class StreamConnection:
                 if cursor is None or item.seq <= cursor:
                     continue
                 if item.seq == cursor + 1:
-                    await self._send(wire.envelope_frame_bytes(item.conversation_id, item.seq, item.body))
+                    await self._send(
+                        wire.envelope_frame_bytes(item.conversation_id, item.seq, item.body)
+                    )
                     self.cursors[item.conversation_id] = item.seq
                 else:
                     await self._fill(item.conversation_id)

@@ -11,7 +11,8 @@ engine (PostgreSQL) implements the same methods with the same semantics:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import asyncio
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
@@ -143,7 +144,7 @@ class Storage(Protocol):
 
     async def append(self, request: AppendRequest) -> AppendOutcome: ...
 
-    def append_nowait(self, request: AppendRequest) -> Awaitable[AppendOutcome]:
+    def append_nowait(self, request: AppendRequest) -> asyncio.Future[AppendOutcome]:
         """Take the request in call order before returning; await the outcome later.
 
         Lets one connection pipeline many sends while keeping their order.

@@ -10,6 +10,7 @@ per-thread connections that never block the writer (WAL).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import queue
 import sqlite3
@@ -93,6 +94,8 @@ class SQLiteStorage:
         self._conversation_listeners: list[ConversationListener] = []
         self._last_seq: dict[str, int] = {}  # writer thread only
         self.schema_version = 0
+        self.commits = 0
+        """Transactions committed by the writer: fewer than jobs when sends share fsyncs."""
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -163,6 +166,7 @@ class SQLiteStorage:
                         break
                     batch.append(nxt)
                 committed = self._run_batch(conn, batch)
+                self.commits += 1
                 loop.call_soon_threadsafe(self._finish, batch, committed)
                 if stop:
                     return
@@ -193,10 +197,8 @@ class SQLiteStorage:
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             log.error("sqlite commit failed", extra={"code": "commit_failed", "jobs": len(batch)})
-            try:
+            with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
             self._last_seq.clear()
             for job in batch:
                 job.result = None
@@ -329,7 +331,12 @@ class SQLiteStorage:
         conversation_id = request.conversation_id
         last = self._last_seq.get(conversation_id)
         if last is None:
-            if conn.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone() is None:
+            if (
+                conn.execute(
+                    "SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)
+                ).fetchone()
+                is None
+            ):
                 return AppendOutcome(AppendStatus.NO_CONVERSATION)
             row = conn.execute(
                 "SELECT MAX(seq) FROM envelopes WHERE conversation_id = ?", (conversation_id,)
@@ -367,7 +374,9 @@ class SQLiteStorage:
         self._last_seq[conversation_id] = seq
         return AppendOutcome(AppendStatus.STORED, seq)
 
-    async def read_since(self, conversation_id: str, since: int, limit: int) -> list[StoredEnvelope]:
+    async def read_since(
+        self, conversation_id: str, since: int, limit: int
+    ) -> list[StoredEnvelope]:
         return await self._read(_read_since, conversation_id, since, limit)
 
 
@@ -403,7 +412,9 @@ def _get_user_by_name(conn: sqlite3.Connection, username: str) -> UserRecord | N
 def _create_agent_txn(
     conn: sqlite3.Connection, agent_id: str, name: str, key_hash: str, now: str
 ) -> None:
-    conn.execute("INSERT INTO agents (id, name, created_at) VALUES (?, ?, ?)", (agent_id, name, now))
+    conn.execute(
+        "INSERT INTO agents (id, name, created_at) VALUES (?, ?, ?)", (agent_id, name, now)
+    )
     _add_agent_key_txn(conn, agent_id, key_hash, now)
 
 
@@ -448,12 +459,21 @@ def _revoke_token_txn(conn: sqlite3.Connection, token_hash: str) -> bool:
 
 
 def _principal_exists(conn: sqlite3.Connection, kind: str, principal_id: str) -> bool:
-    table = "users" if kind == "user" else "agents"
-    return conn.execute(f"SELECT 1 FROM {table} WHERE id = ?", (principal_id,)).fetchone() is not None  # noqa: S608
+    query = (
+        "SELECT 1 FROM users WHERE id = ?"
+        if kind == "user"
+        else "SELECT 1 FROM agents WHERE id = ?"
+    )
+    return conn.execute(query, (principal_id,)).fetchone() is not None
 
 
 def _create_conversation_txn(
-    conn: sqlite3.Connection, conversation_id: str, user_id: str, agent_id: str, title: str, now: str
+    conn: sqlite3.Connection,
+    conversation_id: str,
+    user_id: str,
+    agent_id: str,
+    title: str,
+    now: str,
 ) -> bool:
     cur = conn.execute(
         "INSERT OR IGNORE INTO conversations (id, user_id, agent_id, title, created_at)"
@@ -497,7 +517,8 @@ def _read_since(
     conn: sqlite3.Connection, conversation_id: str, since: int, limit: int
 ) -> list[StoredEnvelope]:
     rows = conn.execute(
-        "SELECT seq, body FROM envelopes WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        "SELECT seq, body FROM envelopes WHERE conversation_id = ? AND seq > ?"
+        " ORDER BY seq LIMIT ?",
         (conversation_id, since, limit),
     ).fetchall()
     return [StoredEnvelope(conversation_id, row[0], bytes(row[1])) for row in rows]

@@ -1,0 +1,154 @@
+"""One JSON error shape for every failure, one test per code the AppServer emits."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+import sqlite3
+from pathlib import Path
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+
+from lineup.protocol import MAX_ENVELOPE_BYTES, ErrorCode
+from lineup.server import SQLiteStorage, create_app
+from lineup.server.errors import HTTP_STATUS
+from lineup.server.http_api import ROUTES
+from tests.conftest import Pair
+from tests.support.appserver import AppServerProcess
+
+EMITTED: dict[ErrorCode, str] = {}
+
+
+def expect(response: httpx.Response, status: int, code: ErrorCode) -> None:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error"}
+    assert set(body["error"]) <= {"code", "message", "path"}
+    assert body["error"]["code"] == code.value
+    assert isinstance(body["error"]["message"], str)
+    assert body["error"]["message"]
+    assert response.headers["content-type"].startswith("application/json")
+    assert HTTP_STATUS[code] == status
+
+
+async def test_envelope_too_large(pair: Pair) -> None:
+    body = b"{" + b" " * (MAX_ENVELOPE_BYTES + 2048) + b"}"
+    expect(await pair.agent.post(pair.conversation_id, body), 413, ErrorCode.ENVELOPE_TOO_LARGE)
+
+
+async def test_malformed_envelope(pair: Pair) -> None:
+    expect(await pair.agent.post(pair.conversation_id, b"[]"), 400, ErrorCode.MALFORMED_ENVELOPE)
+
+
+async def test_unsupported_type(pair: Pair) -> None:
+    body = pair.agent.envelope(pair.conversation_id, kind="lineup.v1.teleport")
+    expect(await pair.agent.post(pair.conversation_id, body), 422, ErrorCode.UNSUPPORTED_TYPE)
+
+
+async def test_unsupported_version(pair: Pair) -> None:
+    body = dict(pair.agent.envelope(pair.conversation_id), v=3)
+    expect(await pair.agent.post(pair.conversation_id, body), 422, ErrorCode.UNSUPPORTED_VERSION)
+
+
+async def test_invalid_request(pair: Pair) -> None:
+    response = await pair.user.http.post("/v1/conversations", content=b"{")
+    expect(response, 400, ErrorCode.INVALID_REQUEST)
+
+
+async def test_unauthorized(appserver: AppServerProcess) -> None:
+    async with httpx.AsyncClient(base_url=appserver.url) as http:
+        expect(await http.get("/v1/me"), 401, ErrorCode.UNAUTHORIZED)
+
+
+async def test_forbidden(pair: Pair) -> None:
+    expect(await pair.agent.http.post("/v1/logout"), 403, ErrorCode.FORBIDDEN)
+
+
+async def test_not_found(pair: Pair) -> None:
+    expect(await pair.user.http.get("/v1/conversations/nope"), 404, ErrorCode.NOT_FOUND)
+    expect(await pair.user.http.get("/v1/no/such/route"), 404, ErrorCode.NOT_FOUND)
+
+
+async def test_method_not_allowed(pair: Pair) -> None:
+    expect(await pair.user.http.delete("/v1/conversations"), 405, ErrorCode.METHOD_NOT_ALLOWED)
+
+
+async def test_conflict(pair: Pair) -> None:
+    body = pair.agent.envelope(pair.conversation_id, envelope_id="same-id", text="a")
+    await pair.agent.post(pair.conversation_id, body)
+    changed = dict(body, payload={"text": "b"})
+    expect(await pair.agent.post(pair.conversation_id, changed), 409, ErrorCode.CONFLICT)
+
+
+async def test_sender_mismatch(pair: Pair) -> None:
+    body = dict(pair.agent.envelope(pair.conversation_id), sender={"kind": "agent", "id": "x"})
+    expect(await pair.agent.post(pair.conversation_id, body), 403, ErrorCode.SENDER_MISMATCH)
+
+
+async def test_direction_not_allowed(pair: Pair) -> None:
+    body = pair.user.envelope(
+        pair.conversation_id,
+        kind="lineup.v1.ui.close",
+        payload={"instance_id": "board.1"},
+    )
+    expect(await pair.user.post(pair.conversation_id, body), 403, ErrorCode.DIRECTION_NOT_ALLOWED)
+
+
+@pytest.fixture
+async def in_process(tmp_path: Path) -> AsyncIterator[tuple[Starlette, SQLiteStorage]]:
+    """The same app, served in-process so a test can break its storage."""
+    storage = SQLiteStorage(tmp_path / "db.sqlite3")
+    app = create_app(storage)
+
+    async def boom(request: Request) -> None:
+        raise RuntimeError("a bug")
+
+    app.add_route("/test/boom", boom)
+    async with app.router.lifespan_context(app):
+        yield app, storage
+
+
+async def test_unavailable(
+    in_process: tuple[Starlette, SQLiteStorage],
+) -> None:
+    app, storage = in_process
+
+    # Break the real database underneath the running server.
+    with sqlite3.connect(storage.path) as conn:
+        conn.execute("DROP TABLE agent_keys")
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+        response = await http.get("/v1/me", headers={"Authorization": "Bearer lak_x"})
+    expect(response, 503, ErrorCode.UNAVAILABLE)
+
+
+async def test_internal_error(in_process: tuple[Starlette, SQLiteStorage]) -> None:
+    app, _ = in_process
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+        response = await http.get("/test/boom")
+    expect(response, 500, ErrorCode.INTERNAL_ERROR)
+    assert "a bug" not in response.text
+
+
+def test_every_server_code_has_a_test_here() -> None:
+    tested = {
+        name.removeprefix("test_")
+        for name in globals()
+        if name.startswith("test_") and name.removeprefix("test_") in set(ErrorCode)
+    }
+    assert set(HTTP_STATUS) <= {ErrorCode(c) for c in tested}
+
+
+async def test_openapi_documents_every_route(appserver: AppServerProcess) -> None:
+    async with httpx.AsyncClient(base_url=appserver.url) as http:
+        document = (await http.get("/openapi.json")).json()
+    for route in ROUTES:
+        operations = document["paths"][route.path]
+        for method in route.methods or ():
+            if method != "HEAD":
+                assert method.lower() in operations, (route.path, method)
+    assert "Envelope" in document["components"]["schemas"]
+    assert document["openapi"].startswith("3.1")

@@ -1,0 +1,113 @@
+"""A real AppServer in its own process, on a loopback port, over a real SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+
+from lineup.server import admin
+
+T = TypeVar("T")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class AppServerProcess:
+    def __init__(self, data_dir: Path, log_path: Path) -> None:
+        self.data_dir = data_dir
+        self.log_path = log_path
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 20.0) -> None:
+        assert self.process is None, "already running"
+        log = self.log_path.open("ab")
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "lineup",
+                "--log-level",
+                "DEBUG",
+                "server",
+                "--data-dir",
+                str(self.data_dir),
+                "--port",
+                str(self.port),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"AppServer exited with {self.process.returncode}: see {self.log_path}"
+                )
+            try:
+                if httpx.get(self.url + "/readyz", timeout=1.0).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
+        raise TimeoutError(f"AppServer not ready after {timeout}s: see {self.log_path}")
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown, no flush; what was acknowledged must survive."""
+        if self.process is not None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(timeout=10)
+            self.process = None
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=5)
+            self.process = None
+
+    def restart(self) -> None:
+        self.kill()
+        self.start()
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    # --- principals -----------------------------------------------------------------
+
+    def add_user(self, username: str, password: str = "correct horse battery") -> str:
+        return _run_aside(admin.add_user(self.data_dir, username, password))
+
+    def add_agent(self, agent_id: str) -> str:
+        return _run_aside(admin.add_agent(self.data_dir, agent_id, agent_id))
+
+
+def _run_aside(coro: Coroutine[Any, Any, T]) -> T:
+    """Run an operator action on its own loop in a thread (tests may hold a loop)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
