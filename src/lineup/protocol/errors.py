@@ -41,8 +41,6 @@ class ErrorCode(StrEnum):
     CONFLICT = "conflict"
     SENDER_MISMATCH = "sender_mismatch"
     DIRECTION_NOT_ALLOWED = "direction_not_allowed"
-    REQUEST_TOO_LARGE = "request_too_large"
-    OVERLOADED = "overloaded"
     UNAVAILABLE = "unavailable"
     INTERNAL_ERROR = "internal_error"
 

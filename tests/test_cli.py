@@ -1,0 +1,126 @@
+"""The command line and the main job (`lineup demo`), run as a user would."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.support.appserver import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def lineup(
+    *args: str, input: str | None = None, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "lineup", *args],
+        capture_output=True,
+        text=True,
+        input=input,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def test_user_and_agent_add_and_their_errors(tmp_path: Path) -> None:
+    data = str(tmp_path)
+    made = lineup("server", "--data-dir", data, "user", "add", "alice", "--password", "pw")
+    assert made.returncode == 0, made.stderr
+    assert "user alice created" in made.stdout
+    again = lineup("server", "--data-dir", data, "user", "add", "alice", "--password", "pw")
+    assert again.returncode == 1
+    assert "already exists" in again.stderr
+    bad = lineup("server", "--data-dir", data, "user", "add", "no spaces", "--password", "pw")
+    assert bad.returncode == 1
+    agent = lineup("server", "--data-dir", data, "agent", "add", "helper")
+    assert agent.returncode == 0, agent.stderr
+    key = agent.stdout.strip().splitlines()[-1]
+    assert re.fullmatch(r"lak_[A-Za-z0-9_-]{43}", key)
+    assert lineup("server", "--data-dir", data, "agent", "add", "bad id!").returncode == 1
+
+
+def test_demo_prints_how_to_talk_and_the_agent_answers(tmp_path: Path) -> None:
+    port = free_port()
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "lineup", "demo", "--data-dir", str(tmp_path), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert demo.stdout is not None
+        lines: list[str] = []
+        while not any("Press Ctrl-C" in line for line in lines):
+            line = demo.stdout.readline()
+            assert line, "the demo exited before it was ready"
+            lines.append(line)
+        output = "".join(lines)
+        password = re.search(r"password: (\S+)", output)
+        assert password, output
+        assert f"http://127.0.0.1:{port}" in output
+        assert "chat --server" in output
+        chat = lineup(
+            "chat",
+            "--server",
+            f"http://127.0.0.1:{port}",
+            "--user",
+            "demo",
+            input="hello demo\n/help\n",
+            env={"LINEUP_PASSWORD": password.group(1)},
+        )
+        # The chat client exits on end of input; read what the agent said since.
+        deadline = time.monotonic() + 20
+        texts: list[str] = []
+        while time.monotonic() < deadline:
+            texts = _agent_texts(port, password.group(1))
+            if len(texts) >= 3:
+                break
+            time.sleep(0.1)
+        assert chat.returncode == 0, chat.stderr
+        assert texts[0].startswith("Hello!")
+        assert texts[1] == "You said: hello demo"
+        assert "/help" in texts[2]
+    finally:
+        demo.terminate()
+        code = demo.wait(timeout=20)
+        if demo.stdout is not None:
+            demo.stdout.close()
+    assert code == 0
+
+
+def _agent_texts(port: int, password: str) -> list[str]:
+    base = f"http://127.0.0.1:{port}"
+    token = httpx.post(base + "/v1/login", json={"username": "demo", "password": password}).json()[
+        "token"
+    ]
+    headers = {"Authorization": f"Bearer {token}"}
+    conversations = httpx.get(base + "/v1/conversations", headers=headers).json()["conversations"]
+    texts: list[str] = []
+    for conversation in conversations:
+        page = httpx.get(
+            f"{base}/v1/conversations/{conversation['id']}/envelopes", headers=headers
+        ).json()
+        texts += [
+            item["envelope"]["payload"]["text"]
+            for item in page["envelopes"]
+            if item["envelope"]["sender"]["kind"] == "agent"
+        ]
+    return texts
+
+
+def test_readme_opens_with_the_two_commands_and_ci_runs_the_second() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("```sh", 1)[1].split("```", 1)[0].strip().splitlines()
+    commands = [line.split("#", 1)[0].strip() for line in block]
+    assert commands == ["./lineup demo", "scripts/test"]
+    assert "exec scripts/test" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    for script in ("lineup", "scripts/test", "scripts/bootstrap", ".ci/run"):
+        assert os.access(ROOT / script, os.X_OK), script
