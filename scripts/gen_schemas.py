@@ -22,7 +22,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out: Path = args.out
     files = render_schema_files()
-    stale = sorted(p.name for p in out.glob("*.json") if p.name not in files) if out.is_dir() else []
+    stale = (
+        sorted(p.name for p in out.glob("*.json") if p.name not in files) if out.is_dir() else []
+    )
     changed = [
         name
         for name, text in files.items()

@@ -23,11 +23,9 @@ CREDENTIALS_FILE = "demo-credentials.json"
 
 async def ensure_demo_accounts(data_dir: Path) -> dict[str, str]:
     """Create the demo user and agent once; later runs reuse the saved credentials."""
-    path = data_dir / CREDENTIALS_FILE
-    if path.exists():
-        saved: dict[str, str] = json.loads(path.read_text(encoding="utf-8"))
+    saved = _load_credentials(data_dir)
+    if saved is not None:
         return saved
-    data_dir.mkdir(parents=True, exist_ok=True)
     password = secrets.token_urlsafe(12)
     await admin.add_user(data_dir, DEMO_USER, password)
     key = await admin.add_agent(data_dir, DEMO_AGENT, "Demo agent")
@@ -37,10 +35,24 @@ async def ensure_demo_accounts(data_dir: Path) -> dict[str, str]:
         "agent_id": DEMO_AGENT,
         "agent_key": key,
     }
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    _save_credentials(data_dir, credentials)
+    return credentials
+
+
+def _load_credentials(data_dir: Path) -> dict[str, str] | None:
+    path = data_dir / CREDENTIALS_FILE
+    if not path.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        return None
+    saved: dict[str, str] = json.loads(path.read_text(encoding="utf-8"))
+    return saved
+
+
+def _save_credentials(data_dir: Path, credentials: dict[str, str]) -> None:
+    """Owner-only file: it holds the demo password and the agent key."""
+    fd = os.open(data_dir / CREDENTIALS_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         json.dump(credentials, handle, indent=2)
-    return credentials
 
 
 async def run_demo(data_dir: Path, *, host: str, port: int) -> None:

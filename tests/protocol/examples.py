@@ -162,7 +162,7 @@ KINDS: dict[str, tuple[dict[str, str], dict[str, Any]]] = {
         {"instance_id": "weather.dashboard.01", "reason": "completed"},
     ),
     "lineup.v1.ui.event": (
-        USER_SENDER,
+        RUNTIME_SENDER,
         {"instance_id": "weather.dashboard.01", "event": "refresh", "data": {"unit": "c"}},
     ),
 }

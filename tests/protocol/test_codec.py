@@ -24,7 +24,17 @@ from lineup.protocol import (
 )
 from lineup.protocol.fields import MAX_JSON_DEPTH
 
-from .examples import DROP, HEADER, KINDS, accepted, dumps, envelope, rejected
+from .examples import (
+    DROP,
+    HEADER,
+    INTERACTIVE_TOOL,
+    KINDS,
+    accepted,
+    dumps,
+    envelope,
+    payload,
+    rejected,
+)
 
 # --- valid envelopes -------------------------------------------------------------------
 
@@ -77,6 +87,13 @@ def test_encode_omits_defaults_but_keeps_v_for_constructed_envelopes() -> None:
         b'"payload":{"text":"hi"},"sender":{"id":"u1","kind":"user"},'
         b'"type":"lineup.v1.message","v":1}'
     )
+
+
+def test_tool_descriptor_version_is_always_written() -> None:
+    kind = "lineup.v1.client.inventory"
+    tool = {k: v for k, v in INTERACTIVE_TOOL.items() if k != "version"}
+    result = accepted(envelope(kind, payload(kind, tools=[tool])))
+    assert b'"version":1}' in encode(result)
 
 
 def test_missing_v_means_version_one() -> None:

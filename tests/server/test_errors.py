@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 import sqlite3
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx

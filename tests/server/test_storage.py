@@ -46,10 +46,14 @@ async def storage(tmp_path: Path, clock: MovableClock) -> AsyncIterator[SQLiteSt
 
 
 def request(n: int, conversation: str = "c1", body: bytes | None = None) -> AppendRequest:
-    return AppendRequest(conversation, f"e{n}", "lineup.v1.message", "agent", body or b'{"n":%d}' % n)
+    return AppendRequest(
+        conversation, f"e{n}", "lineup.v1.message", "agent", body or b'{"n":%d}' % n
+    )
 
 
-async def test_concurrent_appends_share_commits_and_get_gap_free_seqs(storage: SQLiteStorage) -> None:
+async def test_concurrent_appends_share_commits_and_get_gap_free_seqs(
+    storage: SQLiteStorage,
+) -> None:
     heard: list[StoredEnvelope] = []
     storage.on_commit(heard.extend)
     before = storage.commits

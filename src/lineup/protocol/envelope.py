@@ -12,7 +12,7 @@ from typing import ClassVar, Literal
 import msgspec
 
 from . import payloads as p
-from .fields import AppScope, Id, InstanceId, Timestamp
+from .fields import AppScope, Id, InstanceId, Timestamp, version_one
 
 PROTOCOL_VERSION = 1
 TYPE_PREFIX = "lineup.v1."
@@ -22,8 +22,9 @@ SenderKind = Literal["agent", "user", "runtime"]
 user's Runtime speaking for itself (results, inventory, app sessions)."""
 
 AGENT: frozenset[str] = frozenset({"agent"})
-CLIENT: frozenset[str] = frozenset({"user", "runtime"})
-ANYONE: frozenset[str] = AGENT | CLIENT
+USER: frozenset[str] = frozenset({"user"})
+RUNTIME: frozenset[str] = frozenset({"runtime"})
+ANYONE: frozenset[str] = AGENT | USER | RUNTIME
 
 
 class Sender(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -44,10 +45,6 @@ class Target(
             raise ValueError("`target` names an `app_scope`, an `instance_id` or both")
 
 
-def _protocol_version() -> Literal[1]:
-    return 1
-
-
 class Envelope(
     msgspec.Struct,
     frozen=True,
@@ -61,10 +58,9 @@ class Envelope(
     senders: ClassVar[frozenset[str]] = ANYONE
     """Sender kinds allowed to send this kind; the AppServer enforces it."""
 
-    v: Literal[1] = msgspec.field(default_factory=_protocol_version)
-    """Always written: msgspec's ``omit_defaults`` leaves out plain defaults but not
-    values made by a factory, and every envelope must say which protocol it speaks.
-    On input a missing ``v`` means 1."""
+    v: Literal[1] = msgspec.field(default_factory=version_one)
+    """Always written, so every stored envelope says which protocol it speaks; on
+    input a missing ``v`` means 1."""
     id: Id
     conversation_id: Id
     sender: Sender
@@ -79,6 +75,7 @@ class Envelope(
 
 
 class MessageEnvelope(Envelope, frozen=True, tag="lineup.v1.message"):
+    senders = AGENT | USER
     payload: p.Message
 
 
@@ -102,12 +99,12 @@ class ToolCallEnvelope(Envelope, frozen=True, tag="lineup.v1.tool.call"):
 
 
 class ToolProgressEnvelope(Envelope, frozen=True, tag="lineup.v1.tool.progress"):
-    senders = CLIENT
+    senders = RUNTIME
     payload: p.ToolProgress
 
 
 class ToolResultEnvelope(Envelope, frozen=True, tag="lineup.v1.tool.result"):
-    senders = CLIENT
+    senders = RUNTIME
     payload: p.ToolResult
 
 
@@ -117,22 +114,22 @@ class InteractionDismissEnvelope(Envelope, frozen=True, tag="lineup.v1.interacti
 
 
 class AppSessionOpenedEnvelope(Envelope, frozen=True, tag="lineup.v1.app_session.opened"):
-    senders = CLIENT
+    senders = RUNTIME
     payload: p.AppSessionOpened
 
 
 class AppSessionClosedEnvelope(Envelope, frozen=True, tag="lineup.v1.app_session.closed"):
-    senders = CLIENT
+    senders = RUNTIME
     payload: p.AppSessionClosed
 
 
 class ClientInventoryEnvelope(Envelope, frozen=True, tag="lineup.v1.client.inventory"):
-    senders = CLIENT
+    senders = RUNTIME
     payload: p.ClientInventory
 
 
 class AppListEnvelope(Envelope, frozen=True, tag="lineup.v1.app.list"):
-    senders = CLIENT
+    senders = RUNTIME
     payload: p.AppList
 
 
@@ -142,7 +139,7 @@ class AppCallEnvelope(Envelope, frozen=True, tag="lineup.v1.app.call"):
 
 
 class AppResultEnvelope(Envelope, frozen=True, tag="lineup.v1.app.result"):
-    senders = CLIENT
+    senders = RUNTIME
     payload: p.AppResult
 
 
@@ -162,7 +159,7 @@ class UiCloseEnvelope(Envelope, frozen=True, tag="lineup.v1.ui.close"):
 
 
 class UiEventEnvelope(Envelope, frozen=True, tag="lineup.v1.ui.event"):
-    senders = CLIENT
+    senders = RUNTIME
     payload: p.UiEvent
 
 

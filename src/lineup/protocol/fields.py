@@ -6,7 +6,7 @@ Each limit is documented in docs/protocol.md; changing one changes the protocol.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -91,6 +91,16 @@ Timestamp = Annotated[datetime, msgspec.Meta(tz=True, description="RFC 3339 with
 JsonObject = dict[str, Any]
 
 _encode = msgspec.json.encode
+
+
+def version_one() -> Literal[1]:
+    """Default factory for version fields that must always be written.
+
+    msgspec's ``omit_defaults`` leaves out fields equal to a plain default but keeps
+    values made by a factory, so ``v`` and a tool's ``version`` stay on the wire
+    while a missing one still reads as 1.
+    """
+    return 1
 
 
 def json_depth_exceeds(value: object, limit: int = MAX_JSON_DEPTH) -> bool:

@@ -36,6 +36,7 @@ from .fields import (
     Timestamp,
     ToolId,
     check_object,
+    version_one,
 )
 
 Items = Annotated[int, msgspec.Meta(ge=0)]
@@ -245,7 +246,7 @@ class ToolDescriptor(Payload, frozen=True):
     handling: Literal["interactive", "direct", "launch", "foreground", "operation"]
     input_schema: JsonObject
     output_schema: JsonObject
-    version: Literal[1] = 1
+    version: Literal[1] = msgspec.field(default_factory=version_one)
     target: ToolTarget | None = None
     timeout_ms: Annotated[int, msgspec.Meta(ge=1, le=86_400_000)] | None = None
     permissions: Annotated[list[CapabilityName], msgspec.Meta(max_length=MAX_LIST_ITEMS)] | None = (
