@@ -15,6 +15,16 @@ from tests.support.clients import Api, agent_api, login
 _names = itertools.count(1)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _private_state_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Default file locations (agent cursors, data dirs) point into the test's tmp."""
+    root = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_STATE_HOME", str(root / "state"))
+        patch.setenv("XDG_DATA_HOME", str(root / "data"))
+        yield
+
+
 @pytest.fixture(scope="session")
 def appserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServerProcess]:
     """One AppServer process for the session; tests make their own principals."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,7 +16,9 @@ from lineup.agent import (
     Backoff,
     Conversation,
     FileCursorStore,
+    MemoryCursorStore,
     SendRejected,
+    default_cursor_path,
 )
 from lineup.agent.demo import build_demo_agent
 from lineup.protocol import Envelope, MessageEnvelope
@@ -231,3 +234,36 @@ async def test_a_failing_handler_does_not_stop_the_conversation(
         await pair.user.send_text(pair.conversation_id, "boom")
         await pair.user.send_text(pair.conversation_id, "after")
         assert [await asyncio.wait_for(seen.get(), 15) for _ in range(2)] == ["boom", "after"]
+
+
+async def test_cursors_go_to_a_per_agent_file_by_default(
+    pair: Pair, appserver: AppServerProcess
+) -> None:
+    agent = Agent(appserver.url, pair.agent_key, backoff=FAST)
+    seen = recorder(agent)
+    async with running(agent):
+        await pair.user.send_text(pair.conversation_id, "remember me")
+        await asyncio.wait_for(seen.get(), 15)
+    path = default_cursor_path(appserver.url, pair.agent.id)
+    assert str(path).startswith(os.environ["XDG_STATE_HOME"])
+    assert FileCursorStore(path).load() == {pair.conversation_id: 1}
+
+
+async def test_a_timed_out_send_stays_pending_and_is_stored_once(
+    own_appserver: AppServerProcess,
+) -> None:
+    pair = await make_pair(own_appserver)
+    agent = Agent(own_appserver.url, pair.agent_key, cursor_store=MemoryCursorStore(), backoff=FAST)
+    async with running(agent):
+        conversation = agent.conversations[pair.conversation_id]
+        own_appserver.kill()
+        envelope = conversation.message("kept", envelope_id="kept-1")
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.2):
+                await conversation.send(envelope)
+        own_appserver.start()
+        assert await asyncio.wait_for(conversation.send(envelope), 20) == 1
+    stored = await pair.user.read_all(pair.conversation_id)
+    assert [s["envelope"]["id"] for s in stored] == ["kept-1"]
+    await pair.user.aclose()
+    await pair.agent.aclose()

@@ -3,7 +3,7 @@
 from .agent import Agent
 from .connection import Backoff
 from .conversation import Conversation, new_envelope_id
-from .cursor import CursorStore, FileCursorStore, MemoryCursorStore
+from .cursor import CursorStore, FileCursorStore, MemoryCursorStore, default_cursor_path
 from .errors import AgentClosed, AgentError, AuthenticationFailed, SendRejected
 
 __all__ = [
@@ -17,5 +17,6 @@ __all__ = [
     "FileCursorStore",
     "MemoryCursorStore",
     "SendRejected",
+    "default_cursor_path",
     "new_envelope_id",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -30,7 +31,7 @@ from lineup.protocol import (
 
 from .connection import Backoff, Connection
 from .conversation import Clock, Conversation, utcnow
-from .cursor import CursorStore, FileCursorStore, MemoryCursorStore
+from .cursor import CursorStore, FileCursorStore, default_cursor_path
 from .errors import AgentClosed, AuthenticationFailed, SendRejected
 
 log = logging.getLogger("lineup.agent")
@@ -58,24 +59,24 @@ class Agent:
         server_url: str,
         api_key: str,
         *,
-        cursor_path: str | None = None,
+        cursor_path: str | os.PathLike[str] | None = None,
         cursor_store: CursorStore | None = None,
         clock: Clock = utcnow,
         backoff: Backoff | None = None,
     ) -> None:
         self.server_url = server_url.rstrip("/")
         self.api_key = api_key
-        if cursor_store is None:
-            cursor_store = FileCursorStore(cursor_path) if cursor_path else MemoryCursorStore()
-        self.cursor_store = cursor_store
+        if cursor_store is None and cursor_path is not None:
+            cursor_store = FileCursorStore(cursor_path)
+        self.cursor_store: CursorStore | None = cursor_store  # None: default file, set in run()
         self.clock = clock
         self.agent_id: str | None = None
         self.conversations: dict[str, Conversation] = {}
         self._message_handlers: list[MessageHandler] = []
         self._event_handlers: dict[str, list[EventHandler]] = {}
         self._conversation_handlers: list[ConversationHandler] = []
-        self._handled = cursor_store.load()  # saved: handlers finished up to here
-        self._received: dict[str, int] = dict(self._handled)  # seen on the stream
+        self._handled: dict[str, int] = {}  # saved: handlers finished up to here
+        self._received: dict[str, int] = {}  # seen on the stream
         self._queues: dict[str, asyncio.Queue[tuple[int, Envelope | None]]] = {}
         self._tasks: asyncio.TaskGroup | None = None
         self.ready = asyncio.Event()
@@ -115,6 +116,10 @@ class Agent:
         async with httpx.AsyncClient(base_url=self.server_url, headers=self._auth) as http:
             me = msgspec.convert(await _checked(http.get("/v1/me")), wire.Me)
             self.agent_id = me.id
+            if self.cursor_store is None:
+                self.cursor_store = FileCursorStore(default_cursor_path(self.server_url, me.id))
+            self._handled = self.cursor_store.load()
+            self._received = dict(self._handled)
             for item in (await _checked(http.get("/v1/conversations")))["conversations"]:
                 self._add_conversation(_conversation(item))
         try:
@@ -228,7 +233,8 @@ class Agent:
             if envelope is not None:
                 await self._dispatch(conversation, envelope)
             self._handled[conversation.id] = seq
-            self.cursor_store.save(self._handled)
+            if self.cursor_store is not None:
+                self.cursor_store.save(self._handled)
 
     async def _dispatch(self, conversation: Conversation, envelope: Envelope) -> None:
         if isinstance(envelope, MessageEnvelope):

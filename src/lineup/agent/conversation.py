@@ -59,7 +59,9 @@ class Conversation:
         """Validate and send one envelope; return its sequence number once durable.
 
         The envelope is checked with the same decoder the AppServer uses, so a bad
-        one fails here with the same code instead of on the server.
+        one fails here with the same code instead of on the server. Cancelling the
+        wait (``asyncio.timeout``) does not unsend: the envelope stays queued and is
+        still delivered, once; sending the same envelope again waits for that.
         """
         body = encode(envelope)
         checked = decode(body)
@@ -69,6 +71,13 @@ class Conversation:
             )
         ack = await self._connection.send_envelope(envelope.id, body)
         return ack.seq
+
+    def message(
+        self, text: str, *, reply_to: str | None = None, envelope_id: str | None = None
+    ) -> MessageEnvelope:
+        """Build (without sending) a markdown message from this agent."""
+        payload = payloads.Message(text=text, reply_to=reply_to)
+        return self._make(MessageEnvelope, "msg", payload, envelope_id)
 
     def _make(
         self,
@@ -88,8 +97,7 @@ class Conversation:
     async def send_markdown(
         self, text: str, *, reply_to: str | None = None, envelope_id: str | None = None
     ) -> int:
-        payload = payloads.Message(text=text, reply_to=reply_to)
-        return await self.send(self._make(MessageEnvelope, "msg", payload, envelope_id))
+        return await self.send(self.message(text, reply_to=reply_to, envelope_id=envelope_id))
 
     async def send_status(
         self,

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Protocol
+from urllib.parse import urlsplit
 
 
 class CursorStore(Protocol):
@@ -31,7 +33,7 @@ class MemoryCursorStore:
 class FileCursorStore:
     """A small JSON file, replaced atomically (write, fsync, rename) on each save."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
 
     def load(self) -> dict[str, int]:
@@ -55,3 +57,14 @@ class FileCursorStore:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+
+def default_cursor_path(server_url: str, agent_id: str) -> Path:
+    """``$XDG_STATE_HOME/lineup/agents/<agent>@<server>.json`` (``~/.local/state`` by default).
+
+    One file per agent and server, so two agents, or one agent on two servers, never
+    share cursors.
+    """
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    server = re.sub(r"[^A-Za-z0-9._-]+", "_", urlsplit(server_url).netloc or server_url)
+    return Path(state) / "lineup" / "agents" / f"{agent_id}@{server}.json"
