@@ -62,6 +62,19 @@ async def test_unauthorized(appserver: AppServerProcess) -> None:
         expect(await http.get("/v1/me"), 401, ErrorCode.UNAUTHORIZED)
 
 
+async def test_rate_limited(appserver: AppServerProcess) -> None:
+    appserver.add_user("guessed")
+    async with httpx.AsyncClient(base_url=appserver.url) as http:
+        for _ in range(10):
+            wrong = await http.post("/v1/login", json={"username": "guessed", "password": "x"})
+            expect(wrong, 401, ErrorCode.UNAUTHORIZED)
+        # Now even the right password waits: guessing cannot tell it apart.
+        right = {"username": "guessed", "password": "correct horse battery"}
+        throttled = await http.post("/v1/login", json=right)
+    expect(throttled, 429, ErrorCode.RATE_LIMITED)
+    assert 1 <= int(throttled.headers["retry-after"]) <= 300
+
+
 async def test_forbidden(pair: Pair) -> None:
     expect(await pair.agent.http.post("/v1/logout"), 403, ErrorCode.FORBIDDEN)
 

@@ -41,6 +41,7 @@ class ErrorCode(StrEnum):
     CONFLICT = "conflict"
     SENDER_MISMATCH = "sender_mismatch"
     DIRECTION_NOT_ALLOWED = "direction_not_allowed"
+    RATE_LIMITED = "rate_limited"
     UNAVAILABLE = "unavailable"
     INTERNAL_ERROR = "internal_error"
 

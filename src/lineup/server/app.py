@@ -53,7 +53,12 @@ def create_app(storage: Storage, *, token_ttl: timedelta = timedelta(days=30)) -
 
     async def api_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, ApiError)
-        return Response(exc.to_json(), status_code=exc.status, media_type="application/json")
+        return Response(
+            exc.to_json(),
+            status_code=exc.status,
+            media_type="application/json",
+            headers=exc.headers,
+        )
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)

@@ -19,6 +19,7 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.NOT_FOUND: 404,
     ErrorCode.METHOD_NOT_ALLOWED: 405,
     ErrorCode.CONFLICT: 409,
+    ErrorCode.RATE_LIMITED: 429,
     ErrorCode.UNAVAILABLE: 503,
     ErrorCode.INTERNAL_ERROR: 500,
 }
@@ -28,11 +29,19 @@ HTTP_STATUS: dict[ErrorCode, int] = {
 class ApiError(Exception):
     """A failure to report to the caller with a stable code."""
 
-    def __init__(self, code: ErrorCode, message: str, *, path: str | None = None) -> None:
+    def __init__(
+        self,
+        code: ErrorCode,
+        message: str,
+        *,
+        path: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.path = path
+        self.headers = headers or {}
 
     @classmethod
     def from_rejection(cls, rejection: Rejection) -> ApiError:

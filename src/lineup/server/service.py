@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -29,6 +30,7 @@ from .storage import (
     StorageError,
     StoredEnvelope,
 )
+from .throttle import LoginThrottle
 
 log = logging.getLogger("lineup.server")
 
@@ -62,12 +64,22 @@ class AppServerService:
         self.hub = hub
         self.clock = clock
         self.token_ttl = token_ttl
+        self.throttle = LoginThrottle(clock)
         storage.on_commit(hub.publish)
         storage.on_conversation(hub.publish_conversation)
 
     # --- credentials -----------------------------------------------------------------
 
     async def login(self, username: str, password: str) -> tuple[str, str, datetime]:
+        wait = self.throttle.retry_after(username)
+        if wait is not None:
+            seconds = max(1, math.ceil(wait.total_seconds()))
+            log.info("login throttled", extra={"code": ErrorCode.RATE_LIMITED.value})
+            raise ApiError(
+                ErrorCode.RATE_LIMITED,
+                f"too many failed logins for this user; retry in {seconds} s",
+                headers={"Retry-After": str(seconds)},
+            )
         user = await self.storage.get_user_by_name(username)
         if user is None:
             await asyncio.to_thread(auth.burn_password_check, password)
@@ -75,8 +87,10 @@ class AppServerService:
         else:
             ok = await asyncio.to_thread(auth.verify_password, password, user.password_hash)
         if user is None or not ok:
+            self.throttle.failed(username)
             log.info("login refused", extra={"code": ErrorCode.UNAUTHORIZED.value})
             raise ApiError(ErrorCode.UNAUTHORIZED, "unknown username or wrong password")
+        self.throttle.succeeded(username)
         token = auth.new_user_token()
         expires_at = self.clock() + self.token_ttl
         await self.storage.add_token(auth.secret_hash(token), user.id, expires_at)
