@@ -18,6 +18,7 @@ from lineup.protocol import ErrorCode, Rejection, Unsupported, decode
 from lineup.protocol.codec import encode
 
 from . import auth
+from .caches import CredentialCache, MembershipCache
 from .errors import ApiError
 from .hub import Hub
 from .storage import (
@@ -65,6 +66,8 @@ class AppServerService:
         self.clock = clock
         self.token_ttl = token_ttl
         self.throttle = LoginThrottle(clock)
+        self.credentials = CredentialCache()
+        self.members = MembershipCache()
         storage.on_commit(hub.publish)
         storage.on_conversation(hub.publish_conversation)
 
@@ -98,19 +101,28 @@ class AppServerService:
         return token, user.id, expires_at
 
     async def logout(self, token: str) -> None:
-        await self.storage.revoke_token(auth.secret_hash(token))
+        digest = auth.secret_hash(token)
+        self.credentials.drop(digest)
+        await self.storage.revoke_token(digest)
 
     async def authenticate(self, authorization: str | None) -> Principal:
         """Resolve an ``Authorization: Bearer ...`` header to a principal."""
         secret = bearer(authorization)
+        digest = auth.secret_hash(secret)
+        principal = self.credentials.get(digest)
+        if principal is not None:
+            return principal
         if secret.startswith(auth.AGENT_KEY_PREFIX):
-            agent = await self.storage.agent_for_key(auth.secret_hash(secret))
+            agent = await self.storage.agent_for_key(digest)
             if agent is not None:
-                return Principal("agent", agent.id)
+                principal = Principal("agent", agent.id)
         elif secret.startswith(auth.USER_TOKEN_PREFIX):
-            user_id = await self.storage.user_for_token(auth.secret_hash(secret), self.clock())
+            user_id = await self.storage.user_for_token(digest, self.clock())
             if user_id is not None:
-                return Principal("user", user_id)
+                principal = Principal("user", user_id)
+        if principal is not None:
+            self.credentials.put(digest, principal)
+            return principal
         raise ApiError(
             ErrorCode.UNAUTHORIZED, "the token or API key is unknown, expired or revoked"
         )
@@ -158,11 +170,21 @@ class AppServerService:
     async def conversation_for(
         self, principal: Principal, conversation_id: str
     ) -> ConversationRecord:
+        """The conversation, read fresh, if ``principal`` is one of its two members."""
         record = await self.storage.get_conversation(conversation_id)
         if record is None or not record.has_member(principal):
             # Same answer for "absent" and "not yours": existence is not disclosed.
             raise ApiError(ErrorCode.NOT_FOUND, "no such conversation")
+        self.members.put(record.id, record.user_id, record.agent_id)
         return record
+
+    async def authorize(self, principal: Principal, conversation_id: str) -> None:
+        """Raise ``not_found`` unless ``principal`` is a member (cached: members never change)."""
+        known = self.members.is_member(conversation_id, principal)
+        if known is None:
+            await self.conversation_for(principal, conversation_id)
+        elif not known:
+            raise ApiError(ErrorCode.NOT_FOUND, "no such conversation")
 
     async def list_conversations(self, principal: Principal) -> list[ConversationRecord]:
         return await self.storage.list_conversations(principal)
@@ -228,7 +250,7 @@ class AppServerService:
                 path="$.type",
             )
         if known_member_of is None or envelope.conversation_id not in known_member_of:
-            await self.conversation_for(principal, envelope.conversation_id)
+            await self.authorize(principal, envelope.conversation_id)
             if known_member_of is not None:
                 known_member_of.add(envelope.conversation_id)
         return AppendRequest(
@@ -274,7 +296,7 @@ class AppServerService:
         wait: float = 0.0,
     ) -> list[StoredEnvelope]:
         """Envelopes after ``since``; with ``wait``, hold the request until one arrives."""
-        await self.conversation_for(principal, conversation_id)
+        await self.authorize(principal, conversation_id)
         limit = max(1, min(limit, MAX_PAGE))
         items = await self.storage.read_since(conversation_id, since, limit)
         if items or wait <= 0:

@@ -153,7 +153,7 @@ class StreamConnection:
         for conversation_id, since in frame.cursors.items():
             if conversation_id not in self.members:
                 try:
-                    await self.service.conversation_for(self.principal, conversation_id)
+                    await self.service.authorize(self.principal, conversation_id)
                 except ApiError as exc:
                     await self._send(_encode(wire.Nack(id=conversation_id, error=exc.body())))
                     continue

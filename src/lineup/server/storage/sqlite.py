@@ -58,12 +58,19 @@ def _dt(value: str) -> datetime:
 
 
 class _Job:
-    __slots__ = ("args", "error", "fn", "future", "result")
+    __slots__ = ("args", "error", "fn", "future", "result", "savepoint")
 
-    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], future: asyncio.Future[Any]):
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        future: asyncio.Future[Any],
+        savepoint: bool,
+    ):
         self.fn = fn
         self.args = args
         self.future = future
+        self.savepoint = savepoint
         self.result: Any = None
         self.error: BaseException | None = None
 
@@ -182,13 +189,19 @@ class SQLiteStorage:
                 job.error = StorageError(f"cannot begin a transaction: {exc}")
             return committed
         for job in batch:
-            conn.execute("SAVEPOINT job")
-            try:
-                job.result = job.fn(conn, *job.args)
-            except BaseException as exc:
-                conn.execute("ROLLBACK TO job")
-                job.error = exc
-            conn.execute("RELEASE job")
+            if job.savepoint:
+                conn.execute("SAVEPOINT job")
+                try:
+                    job.result = job.fn(conn, *job.args)
+                except BaseException as exc:
+                    conn.execute("ROLLBACK TO job")
+                    job.error = exc
+                conn.execute("RELEASE job")
+            else:
+                try:
+                    job.result = job.fn(conn, *job.args)
+                except BaseException as exc:
+                    job.error = exc
             result = job.result
             if isinstance(result, AppendOutcome) and result.status is AppendStatus.STORED:
                 request: AppendRequest = job.args[0]
@@ -221,11 +234,18 @@ class SQLiteStorage:
                 except Exception:
                     log.exception("commit listener failed")
 
-    def _submit(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+    def _submit(
+        self, fn: Callable[..., T], *args: Any, savepoint: bool = True
+    ) -> asyncio.Future[T]:
+        """Queue a transaction function for the writer.
+
+        Each job runs in a savepoint, so a failing job undoes only itself. A job
+        whose only write is one statement (atomic on its own) may skip it.
+        """
         if self._loop is None or self._writer is None:
             raise StorageError("storage is not open")
         future: asyncio.Future[T] = self._loop.create_future()
-        self._queue.put(_Job(fn, args, future))
+        self._queue.put(_Job(fn, args, future, savepoint))
         return future
 
     async def _write(self, fn: Callable[..., T], *args: Any) -> T:
@@ -323,7 +343,8 @@ class SQLiteStorage:
 
     def append_nowait(self, request: AppendRequest) -> asyncio.Future[AppendOutcome]:
         """Queue the append now (so calls keep their order) and return its outcome."""
-        return self._submit(self._append_txn, request, _ts(self._clock()))
+        # One INSERT is the append's only write: no savepoint needed.
+        return self._submit(self._append_txn, request, _ts(self._clock()), savepoint=False)
 
     def _append_txn(
         self, conn: sqlite3.Connection, request: AppendRequest, received_at: str
