@@ -122,11 +122,21 @@ class EnvelopeFrame(_Body, frozen=True, tag_field="op", tag="envelope"):
     envelope: msgspec.Raw
 
 
-class Ack(_Body, frozen=True, tag_field="op", tag="ack"):
+class Ack(_Body, frozen=True):
+    """One durable send: its envelope id, conversation and sequence number."""
+
     id: str
     conversation_id: str
     seq: int
     duplicate: bool = False
+
+
+class Acks(_Body, frozen=True, tag_field="op", tag="acks"):
+    """Acknowledgements, in the order the sends arrived; one frame carries every
+    send whose commit has landed, so a busy connection pays one frame per commit,
+    not one per envelope."""
+
+    acks: list[Ack]
 
 
 class Nack(_Body, frozen=True, tag_field="op", tag="nack"):
@@ -152,7 +162,7 @@ class ErrorFrame(_Body, frozen=True, tag_field="op", tag="error"):
     error: ErrorBody
 
 
-ServerFrame = EnvelopeFrame | Ack | Nack | Synced | ConversationFrame | Pong | ErrorFrame
+ServerFrame = EnvelopeFrame | Acks | Nack | Synced | ConversationFrame | Pong | ErrorFrame
 
 
 def envelope_frame_bytes(conversation_id: str, seq: int, body: bytes) -> bytes:

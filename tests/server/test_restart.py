@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from websockets.exceptions import ConnectionClosed
 
@@ -17,24 +18,32 @@ async def test_sigkill_loses_no_acknowledged_envelope_and_resends_are_harmless(
 ) -> None:
     pair = await make_pair(own_appserver)
     conversation = pair.conversation_id
-    envelopes = [pair.agent.envelope(conversation, text=f"k{i}") for i in range(3000)]
+    envelopes = [pair.agent.envelope(conversation, text=f"k{i}") for i in range(20_000)]
     acked: dict[str, int] = {}
 
     async with pair.agent.stream() as stream:
-        for envelope in envelopes:
-            await stream.send(envelope)
+
+        async def send_all() -> None:
+            # Writes and reads run side by side, as in a real client: the server
+            # stops reading at its in-flight limit until acks are taken.
+            with contextlib.suppress(ConnectionClosed):
+                for envelope in envelopes:
+                    await stream.send(envelope)
+
+        sender = asyncio.create_task(send_all())
         try:
             while len(acked) < 300:
                 frame = await asyncio.wait_for(stream.next(), 15)
-                if isinstance(frame, wire.Ack):
-                    acked[frame.id] = frame.seq
+                if isinstance(frame, wire.Acks):
+                    acked.update((ack.id, ack.seq) for ack in frame.acks)
             own_appserver.kill()  # mid-flight: thousands sent, hundreds acknowledged
             while True:
                 frame = await asyncio.wait_for(stream.next(), 15)
-                if isinstance(frame, wire.Ack):
-                    acked[frame.id] = frame.seq
+                if isinstance(frame, wire.Acks):
+                    acked.update((ack.id, ack.seq) for ack in frame.acks)
         except ConnectionClosed:
             pass
+        await sender
     assert 300 <= len(acked) < len(envelopes)
 
     own_appserver.start()
@@ -50,9 +59,14 @@ async def test_sigkill_loses_no_acknowledged_envelope_and_resends_are_harmless(
 
     # The agent does not know what got in after its last ack: it resends everything.
     async with agent.stream() as stream:
-        for envelope in envelopes:
-            await stream.send(envelope)
-        answers = [await asyncio.wait_for(stream.until(wire.Ack), 15) for _ in envelopes]
+
+        async def resend_all() -> None:
+            for envelope in envelopes:
+                await stream.send(envelope)
+
+        resender = asyncio.create_task(resend_all())
+        answers = [await asyncio.wait_for(stream.ack(), 15) for _ in envelopes]
+        await resender
     for answer in answers:
         if answer.id in stored_seq:
             assert answer.duplicate and answer.seq == stored_seq[answer.id]

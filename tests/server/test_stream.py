@@ -74,7 +74,7 @@ async def test_pipelined_sends_are_acknowledged_in_order(pair: Pair) -> None:
         envelopes = [pair.agent.envelope(pair.conversation_id, text=f"p{i}") for i in range(200)]
         for envelope in envelopes:
             await stream.send(envelope)
-        acks = [await asyncio.wait_for(stream.until(wire.Ack), 15) for _ in envelopes]
+        acks = [await asyncio.wait_for(stream.ack(), 15) for _ in envelopes]
     assert [a.id for a in acks] == [e["id"] for e in envelopes]
     assert [a.seq for a in acks] == list(range(1, 201))
     stored = await pair.user.read_all(pair.conversation_id)
@@ -96,7 +96,7 @@ async def test_bad_frames_and_envelopes_get_errors_and_the_connection_lives_on(p
         assert isinstance(await stream.until(wire.Pong), wire.Pong)
         good = pair.agent.envelope(pair.conversation_id, text="still here")
         await stream.send(good)
-        ack = await stream.until(wire.Ack)
+        ack = await stream.ack()
         assert (ack.id, ack.seq) == (good["id"], 1)
 
 
@@ -106,8 +106,8 @@ async def test_duplicate_and_conflicting_sends_over_the_stream(pair: Pair) -> No
         await stream.send(body)
         await stream.send(body)
         await stream.send(dict(body, payload={"text": "y"}))
-        first = await stream.until(wire.Ack)
-        second = await stream.until(wire.Ack)
+        first = await stream.ack()
+        second = await stream.ack()
         third = await stream.until(wire.Nack)
     assert (first.seq, first.duplicate) == (1, False)
     assert (second.seq, second.duplicate) == (1, True)
@@ -140,7 +140,7 @@ async def test_order_is_total_and_gap_free_under_20_concurrent_senders(pair: Pai
                 ids.append(body["id"])
                 await stream.send(body)
             for _ in range(per_sender):
-                await asyncio.wait_for(stream.until(wire.Ack), 30)
+                await asyncio.wait_for(stream.ack(), 30)
         return ids
 
     async def http_sender(n: int) -> list[str]:

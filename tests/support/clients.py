@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -115,6 +116,7 @@ class Api:
 class Stream:
     def __init__(self, ws: ClientConnection) -> None:
         self.ws = ws
+        self._acks: deque[wire.Ack] = deque()
 
     async def send_frame(self, frame: dict[str, Any]) -> None:
         await self.ws.send(msgspec.json.encode(frame).decode())
@@ -127,6 +129,14 @@ class Stream:
 
     async def next(self) -> wire.ServerFrame:
         return _frames.decode(await self.ws.recv())
+
+    async def ack(self) -> wire.Ack:
+        """The next acknowledgement, whether it came alone or batched."""
+        while not self._acks:
+            frame = await self.next()
+            if isinstance(frame, wire.Acks):
+                self._acks.extend(frame.acks)
+        return self._acks.popleft()
 
     async def until(self, kind: type[Any]) -> Any:
         while True:

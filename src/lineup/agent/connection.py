@@ -143,9 +143,10 @@ class Connection:
             except (msgspec.ValidationError, msgspec.DecodeError):
                 log.warning("unreadable frame from the AppServer", extra={"size": len(data)})
                 continue
-            if isinstance(frame, wire.Ack):
+            if isinstance(frame, wire.Acks):
                 self._backoff.reset()
-                self._settle(frame.id, frame, None)
+                for ack in frame.acks:
+                    self._settle(ack.id, ack, None)
             elif isinstance(frame, wire.Nack):
                 if frame.id is not None:
                     self._settle(frame.id, None, SendRejected(frame.error))

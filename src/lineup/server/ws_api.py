@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 
 import msgspec
 from starlette.websockets import WebSocket, WebSocketDisconnect
@@ -44,9 +45,10 @@ class StreamConnection:
         self.service = service
         self.principal = principal
         self.members: set[str] = set()
-        self.in_flight: asyncio.Queue[tuple[AppendRequest, asyncio.Future[AppendOutcome]]] = (
-            asyncio.Queue(MAX_IN_FLIGHT)
-        )
+        # Sends queued to storage, oldest first; at most MAX_IN_FLIGHT at once.
+        self.in_flight: deque[tuple[AppendRequest, asyncio.Future[AppendOutcome]]] = deque()
+        self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
+        self._queued = asyncio.Event()
         self.subscription: Subscription | None = None
         self.cursors: dict[str, int] = {}
         self._send_lock = asyncio.Lock()
@@ -101,40 +103,55 @@ class StreamConnection:
 
     async def _on_send(self, frame: wire.Send) -> None:
         raw = bytes(frame.envelope)
+        await self._slots.acquire()  # backpressure: stop reading at MAX_IN_FLIGHT
         try:
             request = await self.service.prepare_send(
                 self.principal, raw, known_member_of=self.members
             )
             future = self.service.storage.append_nowait(request)
         except ApiError as exc:
+            self._slots.release()
             await self._send(_encode(wire.Nack(id=_envelope_id(raw), error=exc.body())))
             return
         except StorageError:
+            self._slots.release()
             await self._error(ErrorCode.UNAVAILABLE, "storage is unavailable; resend later")
             return
-        await self.in_flight.put((request, future))
+        self.in_flight.append((request, future))
+        self._queued.set()
 
     async def _ack_loop(self) -> None:
+        """Answer sends in arrival order, batching the acks of every landed commit."""
         while True:
-            request, future = await self.in_flight.get()
-            try:
-                outcome = await future
-                sent = self.service.finish_send(request, outcome)
-            except ApiError as exc:
-                frame: bytes = _encode(wire.Nack(id=request.envelope_id, error=exc.body()))
-            except StorageError:
-                error = self.service.storage_failed(request)
-                frame = _encode(wire.Nack(id=request.envelope_id, error=error.body()))
-            else:
-                frame = _encode(
-                    wire.Ack(
-                        id=sent.envelope_id,
-                        conversation_id=sent.conversation_id,
-                        seq=sent.seq,
-                        duplicate=sent.duplicate,
+            while not self.in_flight:
+                self._queued.clear()
+                await self._queued.wait()
+            await asyncio.wait((self.in_flight[0][1],))
+            acks: list[wire.Ack] = []
+            while self.in_flight and self.in_flight[0][1].done():
+                request, future = self.in_flight.popleft()
+                self._slots.release()
+                try:
+                    sent = self.service.finish_send(request, future.result())
+                except (ApiError, StorageError) as exc:
+                    if acks:
+                        await self._send(_encode(wire.Acks(acks=acks)))
+                        acks = []
+                    error = (
+                        exc if isinstance(exc, ApiError) else self.service.storage_failed(request)
                     )
-                )
-            await self._send(frame)
+                    await self._send(_encode(wire.Nack(id=request.envelope_id, error=error.body())))
+                else:
+                    acks.append(
+                        wire.Ack(
+                            id=sent.envelope_id,
+                            conversation_id=sent.conversation_id,
+                            seq=sent.seq,
+                            duplicate=sent.duplicate,
+                        )
+                    )
+            if acks:
+                await self._send(_encode(wire.Acks(acks=acks)))
 
     async def _error(self, code: ErrorCode, message: str) -> None:
         await self._send(_encode(wire.ErrorFrame(error=ErrorBody(code=code, message=message))))
