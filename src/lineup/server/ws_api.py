@@ -164,6 +164,9 @@ class StreamConnection:
         hub = self.service.hub
         wanted: dict[str, int] = {}
         if frame.all:
+            # Follow new conversations before listing the existing ones, so one
+            # created in between is announced rather than missed.
+            hub.attach(sub, ())
             for record in await self.service.list_conversations(self.principal):
                 wanted[record.id] = 0
                 self.members.add(record.id)
