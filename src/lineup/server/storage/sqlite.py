@@ -100,6 +100,7 @@ class SQLiteStorage:
         self._commit_listeners: list[CommitListener] = []
         self._conversation_listeners: list[ConversationListener] = []
         self._last_seq: dict[str, int] = {}  # writer thread only
+        self._batch_time = ""  # writer thread only: when the current batch began
         self.schema_version = 0
         self.commits = 0
         """Transactions committed by the writer: fewer than jobs when sends share fsyncs."""
@@ -188,6 +189,7 @@ class SQLiteStorage:
             for job in batch:
                 job.error = StorageError(f"cannot begin a transaction: {exc}")
             return committed
+        self._batch_time = _ts(self._clock())
         for job in batch:
             if job.savepoint:
                 conn.execute("SAVEPOINT job")
@@ -344,11 +346,12 @@ class SQLiteStorage:
     def append_nowait(self, request: AppendRequest) -> asyncio.Future[AppendOutcome]:
         """Queue the append now (so calls keep their order) and return its outcome."""
         # One INSERT is the append's only write: no savepoint needed.
-        return self._submit(self._append_txn, request, _ts(self._clock()), savepoint=False)
+        return self._submit(self._append_txn, request, savepoint=False)
 
-    def _append_txn(
-        self, conn: sqlite3.Connection, request: AppendRequest, received_at: str
-    ) -> AppendOutcome:
+    def _append_txn(self, conn: sqlite3.Connection, request: AppendRequest) -> AppendOutcome:
+        # One clock read per commit, not per envelope: received_at is when the
+        # batch that stores it began.
+        received_at = self._batch_time
         conversation_id = request.conversation_id
         last = self._last_seq.get(conversation_id)
         if last is None:
