@@ -15,7 +15,8 @@ from lineup.protocol import ErrorBody
 from lineup.protocol.fields import ID_PATTERN
 
 Id = Annotated[str, msgspec.Meta(pattern=ID_PATTERN)]
-Username = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9._-]{1,64}$")]
+USERNAME_PATTERN = r"^[A-Za-z0-9._-]{1,64}\Z"
+Username = Annotated[str, msgspec.Meta(pattern=USERNAME_PATTERN)]
 Password = Annotated[str, msgspec.Meta(min_length=1, max_length=1024)]
 Title = Annotated[str, msgspec.Meta(max_length=200)]
 Seq = Annotated[int, msgspec.Meta(ge=0)]

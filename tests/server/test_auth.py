@@ -35,7 +35,12 @@ async def test_wrong_password_and_unknown_user_get_the_same_unauthorized(
 
 async def test_login_body_is_validated(appserver: AppServerProcess) -> None:
     async with httpx.AsyncClient(base_url=appserver.url) as http:
-        for body in (b"not json", b'{"username": "x"}', b'{"username": "x y", "password": "p"}'):
+        for body in (
+            b"not json",
+            b'{"username": "x"}',
+            b'{"username": "x y", "password": "p"}',
+            b'{"username": "x\\n", "password": "p"}',
+        ):
             response = await http.post("/v1/login", content=body)
             assert response.status_code == 400
             assert response.json()["error"]["code"] == "invalid_request"

@@ -17,7 +17,7 @@ import msgspec
 from .envelope import KIND_BY_TYPE, AnyEnvelope
 from .errors import ErrorResponse
 
-__all__ = ["DIALECT", "envelope_schemas", "render_schema_files", "schema_for"]
+__all__ = ["DIALECT", "ecma_patterns", "envelope_schemas", "render_schema_files", "schema_for"]
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -53,24 +53,24 @@ def schema_for(model: Any, *, title: str, description: str) -> dict[str, Any]:
     generated = msgspec.json.schema(model)
     schema: dict[str, Any] = {"$schema": DIALECT, "title": title, "description": description}
     schema.update(generated)
-    result = _ecma_patterns(schema)
+    result = ecma_patterns(schema)
     assert isinstance(result, dict)
     return result
 
 
-def _ecma_patterns(node: Any) -> Any:
+def ecma_patterns(node: Any) -> Any:
     r"""Spell Python's end anchor ``\Z`` as ECMA-262's ``$`` (which has no newline quirk)."""
     if isinstance(node, dict):
         return {
             key: (
                 _ecma_pattern(value)
                 if key == "pattern" and isinstance(value, str)
-                else _ecma_patterns(value)
+                else ecma_patterns(value)
             )
             for key, value in node.items()
         }
     if isinstance(node, list):
-        return [_ecma_patterns(item) for item in node]
+        return [ecma_patterns(item) for item in node]
     return node
 
 

@@ -9,6 +9,7 @@ import msgspec
 from lineup import wire
 from lineup.protocol import ErrorResponse
 from lineup.protocol.envelope import AnyEnvelope
+from lineup.protocol.schema import ecma_patterns
 
 _ERROR = {"$ref": "#/components/schemas/ErrorResponse"}
 
@@ -73,6 +74,7 @@ def build_openapi() -> dict[str, Any]:
         types, ref_template="#/components/schemas/{name}"
     )
     components["Envelope"] = schemas[-1]
+    components = ecma_patterns(components)
     envelope_ref = {"$ref": "#/components/schemas/Envelope"}
     paths: dict[str, Any] = {
         "/v1/login": {
