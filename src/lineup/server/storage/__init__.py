@@ -1,5 +1,7 @@
 """AppServer storage: one interface, one engine per database."""
 
+from lineup.db import StorageError
+
 from .base import (
     AgentRecord,
     AlreadyExists,
@@ -9,7 +11,6 @@ from .base import (
     ConversationRecord,
     Principal,
     Storage,
-    StorageError,
     StoredEnvelope,
     UserRecord,
 )

@@ -95,10 +95,6 @@ CommitListener = Callable[[Sequence[StoredEnvelope]], None]
 ConversationListener = Callable[[ConversationRecord], None]
 
 
-class StorageError(Exception):
-    """The engine failed (disk full, database gone): our fault, not the caller's."""
-
-
 class AlreadyExists(Exception):
     """A user, agent or key with this identity already exists."""
 

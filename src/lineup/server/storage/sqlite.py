@@ -10,17 +10,17 @@ per-thread connections that never block the writer (WAL).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import queue
 import sqlite3
-import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
+from lineup.db import Job, SQLiteDatabase, StorageError
+
+from . import migrations
 from .base import (
     AgentRecord,
     AlreadyExists,
@@ -31,18 +31,14 @@ from .base import (
     ConversationListener,
     ConversationRecord,
     Principal,
-    StorageError,
     StoredEnvelope,
     UserRecord,
 )
-from .migrations.runner import migrate_sqlite
 
 log = logging.getLogger("lineup.server.storage")
 
 T = TypeVar("T")
 Clock = Callable[[], datetime]
-
-_STOP = object()
 
 
 def _utcnow() -> datetime:
@@ -55,24 +51,6 @@ def _ts(value: datetime) -> str:
 
 def _dt(value: str) -> datetime:
     return datetime.fromisoformat(value)
-
-
-class _Job:
-    __slots__ = ("args", "error", "fn", "future", "result", "savepoint")
-
-    def __init__(
-        self,
-        fn: Callable[..., Any],
-        args: tuple[Any, ...],
-        future: asyncio.Future[Any],
-        savepoint: bool,
-    ):
-        self.fn = fn
-        self.args = args
-        self.future = future
-        self.savepoint = savepoint
-        self.result: Any = None
-        self.error: BaseException | None = None
 
 
 class SQLiteStorage:
@@ -88,48 +66,34 @@ class SQLiteStorage:
     ) -> None:
         self.path = Path(path)
         self._clock = clock
-        self._batch_max = batch_max
-        self._readers = readers
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._writer: threading.Thread | None = None
-        self._read_pool: ThreadPoolExecutor | None = None
-        self._local = threading.local()
-        self._read_conns: list[sqlite3.Connection] = []
-        self._read_lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._db = SQLiteDatabase(
+            self.path,
+            resources.files(migrations).joinpath("sqlite"),
+            batch_max=batch_max,
+            readers=readers,
+            on_batch_start=self._batch_started,
+            after_commit=self._committed,
+            name="appserver",
+        )
+        self._db.on_rollback(self._forget_sequences)
         self._commit_listeners: list[CommitListener] = []
         self._conversation_listeners: list[ConversationListener] = []
         self._last_seq: dict[str, int] = {}  # writer thread only
         self._batch_time = ""  # writer thread only: when the current batch began
         self.schema_version = 0
-        self.commits = 0
+
+    @property
+    def commits(self) -> int:
         """Transactions committed by the writer: fewer than jobs when sends share fsyncs."""
+        return self._db.commits
 
     # --- lifecycle -------------------------------------------------------------------
 
     async def open(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        ready: asyncio.Future[int] = self._loop.create_future()
-        self._writer = threading.Thread(
-            target=self._writer_main, args=(ready,), name="lineup-sqlite-writer", daemon=True
-        )
-        self._writer.start()
-        self.schema_version = await ready
-        self._read_pool = ThreadPoolExecutor(self._readers, thread_name_prefix="lineup-sqlite-read")
+        self.schema_version = await self._db.open()
 
     async def close(self) -> None:
-        if self._writer is not None:
-            self._queue.put(_STOP)
-            await asyncio.to_thread(self._writer.join)
-            self._writer = None
-        if self._read_pool is not None:
-            self._read_pool.shutdown(wait=True)
-            self._read_pool = None
-        with self._read_lock:
-            for conn in self._read_conns:
-                conn.close()
-            self._read_conns.clear()
+        await self._db.close()
 
     def on_commit(self, listener: CommitListener) -> None:
         self._commit_listeners.append(listener)
@@ -137,98 +101,20 @@ class SQLiteStorage:
     def on_conversation(self, listener: ConversationListener) -> None:
         self._conversation_listeners.append(listener)
 
-    # --- writer ----------------------------------------------------------------------
-
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=FULL")
-        conn.execute("PRAGMA busy_timeout=5000")
-        conn.execute("PRAGMA foreign_keys=ON")
-        return conn
-
-    def _writer_main(self, ready: asyncio.Future[int]) -> None:
-        loop = self._loop
-        assert loop is not None
-        try:
-            conn = self._connect()
-            version = migrate_sqlite(conn)
-        except BaseException as exc:  # report to open(), then stop
-            loop.call_soon_threadsafe(_set_exception, ready, StorageError(str(exc)))
-            return
-        loop.call_soon_threadsafe(_set_result, ready, version)
-        try:
-            while True:
-                first = self._queue.get()
-                if first is _STOP:
-                    return
-                batch: list[_Job] = [first]
-                stop = False
-                while len(batch) < self._batch_max:
-                    try:
-                        nxt = self._queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    if nxt is _STOP:
-                        stop = True
-                        break
-                    batch.append(nxt)
-                committed = self._run_batch(conn, batch)
-                self.commits += 1
-                loop.call_soon_threadsafe(self._finish, batch, committed)
-                if stop:
-                    return
-        finally:
-            conn.close()
-
-    def _run_batch(self, conn: sqlite3.Connection, batch: list[_Job]) -> list[StoredEnvelope]:
-        committed: list[StoredEnvelope] = []
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            for job in batch:
-                job.error = StorageError(f"cannot begin a transaction: {exc}")
-            return committed
+    def _batch_started(self) -> None:
         self._batch_time = _ts(self._clock())
-        for job in batch:
-            if job.savepoint:
-                conn.execute("SAVEPOINT job")
-                try:
-                    job.result = job.fn(conn, *job.args)
-                except BaseException as exc:
-                    conn.execute("ROLLBACK TO job")
-                    job.error = exc
-                conn.execute("RELEASE job")
-            else:
-                try:
-                    job.result = job.fn(conn, *job.args)
-                except BaseException as exc:
-                    job.error = exc
-            result = job.result
-            if isinstance(result, AppendOutcome) and result.status is AppendStatus.STORED:
-                request: AppendRequest = job.args[0]
-                committed.append(StoredEnvelope(request.conversation_id, result.seq, request.body))
-        try:
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            log.error("sqlite commit failed", extra={"code": "commit_failed", "jobs": len(batch)})
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            self._last_seq.clear()
-            for job in batch:
-                job.result = None
-                job.error = StorageError(f"commit failed: {exc}")
-            return []
-        return committed
 
-    def _finish(self, batch: list[_Job], committed: list[StoredEnvelope]) -> None:
-        for job in batch:
-            if job.future.done():
-                continue
-            if job.error is not None:
-                job.future.set_exception(job.error)
-            else:
-                job.future.set_result(job.result)
+    def _forget_sequences(self) -> None:
+        self._last_seq.clear()
+
+    def _committed(self, batch: Sequence[Job]) -> None:
+        committed = [
+            StoredEnvelope(job.args[0].conversation_id, job.result.seq, job.args[0].body)
+            for job in batch
+            if job.fn == self._append_txn
+            and isinstance(job.result, AppendOutcome)
+            and job.result.status is AppendStatus.STORED
+        ]
         if committed:
             for listener in self._commit_listeners:
                 try:
@@ -236,47 +122,11 @@ class SQLiteStorage:
                 except Exception:
                     log.exception("commit listener failed")
 
-    def _submit(
-        self, fn: Callable[..., T], *args: Any, savepoint: bool = True
-    ) -> asyncio.Future[T]:
-        """Queue a transaction function for the writer.
-
-        Each job runs in a savepoint, so a failing job undoes only itself. A job
-        whose only write is one statement (atomic on its own) may skip it.
-        """
-        if self._loop is None or self._writer is None:
-            raise StorageError("storage is not open")
-        future: asyncio.Future[T] = self._loop.create_future()
-        self._queue.put(_Job(fn, args, future, savepoint))
-        return future
-
     async def _write(self, fn: Callable[..., T], *args: Any) -> T:
-        return await self._submit(fn, *args)
-
-    # --- readers ---------------------------------------------------------------------
-
-    def _reader(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA query_only=ON")
-            conn.execute("PRAGMA busy_timeout=5000")
-            self._local.conn = conn
-            with self._read_lock:
-                self._read_conns.append(conn)
-        return conn
+        return await self._db.write(fn, *args)
 
     async def _read(self, fn: Callable[..., T], *args: Any) -> T:
-        if self._loop is None or self._read_pool is None:
-            raise StorageError("storage is not open")
-
-        def run() -> T:
-            try:
-                return fn(self._reader(), *args)
-            except sqlite3.Error as exc:
-                raise StorageError(str(exc)) from exc
-
-        return await self._loop.run_in_executor(self._read_pool, run)
+        return await self._db.read(fn, *args)
 
     # --- users, agents, credentials ----------------------------------------------------
 
@@ -346,7 +196,7 @@ class SQLiteStorage:
     def append_nowait(self, request: AppendRequest) -> asyncio.Future[AppendOutcome]:
         """Queue the append now (so calls keep their order) and return its outcome."""
         # One INSERT is the append's only write: no savepoint needed.
-        return self._submit(self._append_txn, request, savepoint=False)
+        return self._db.submit(self._append_txn, request, savepoint=False)
 
     def _append_txn(self, conn: sqlite3.Connection, request: AppendRequest) -> AppendOutcome:
         # One clock read per commit, not per envelope: received_at is when the
@@ -402,16 +252,6 @@ class SQLiteStorage:
         self, conversation_id: str, since: int, limit: int
     ) -> list[StoredEnvelope]:
         return await self._read(_read_since, conversation_id, since, limit)
-
-
-def _set_result(future: asyncio.Future[Any], value: Any) -> None:
-    if not future.done():
-        future.set_result(value)
-
-
-def _set_exception(future: asyncio.Future[Any], exc: BaseException) -> None:
-    if not future.done():
-        future.set_exception(exc)
 
 
 # --- transaction and query functions (run on the writer or a reader thread) -------------

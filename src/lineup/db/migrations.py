@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from importlib import resources
+from importlib.resources.abc import Traversable
 
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
 
-def migration_files(engine: str) -> list[tuple[int, str]]:
-    """``(version, sql)`` for every migration of ``engine``, in order."""
-    folder = resources.files(__package__).joinpath(engine)
+def migration_files(folder: Traversable) -> list[tuple[int, str]]:
+    """``(version, sql)`` for every migration in ``folder``, in order, numbered 1..n."""
     found: list[tuple[int, str]] = []
     for entry in folder.iterdir():
         match = _NAME.match(entry.name)
@@ -20,16 +19,16 @@ def migration_files(engine: str) -> list[tuple[int, str]]:
     found.sort()
     versions = [v for v, _ in found]
     if versions != list(range(1, len(versions) + 1)):
-        raise RuntimeError(f"{engine} migrations are not numbered 1..n without gaps: {versions}")
+        raise RuntimeError(f"migrations in {folder} are not numbered 1..n without gaps: {versions}")
     return found
 
 
-def migrate_sqlite(conn: sqlite3.Connection) -> int:
+def migrate_sqlite(conn: sqlite3.Connection, folder: Traversable) -> int:
     """Bring the database to the newest schema; return the resulting version."""
     conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
     row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
     current = row[0] or 0
-    migrations = migration_files("sqlite")
+    migrations = migration_files(folder)
     if current > len(migrations):
         raise RuntimeError(
             f"database schema version {current} is newer than this LineUp ({len(migrations)})"
