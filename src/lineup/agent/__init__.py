@@ -1,7 +1,8 @@
 """The agent SDK: connect an agent process to a LineUp AppServer."""
 
+from lineup.client import Backoff
+
 from .agent import Agent
-from .connection import Backoff
 from .conversation import Conversation, new_envelope_id
 from .cursor import CursorStore, FileCursorStore, MemoryCursorStore, default_cursor_path
 from .errors import AgentClosed, AgentError, AuthenticationFailed, SendRejected

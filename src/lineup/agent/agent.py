@@ -20,6 +20,7 @@ import httpx
 import msgspec
 
 from lineup import wire
+from lineup.client import Backoff, Connection
 from lineup.protocol import (
     Envelope,
     ErrorResponse,
@@ -29,7 +30,6 @@ from lineup.protocol import (
     decode,
 )
 
-from .connection import Backoff, Connection
 from .conversation import Clock, Conversation, utcnow
 from .cursor import CursorStore, FileCursorStore, default_cursor_path
 from .errors import AgentClosed, AuthenticationFailed, SendRejected

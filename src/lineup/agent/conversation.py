@@ -23,7 +23,7 @@ from lineup.protocol.errors import ErrorBody, Rejection
 from .errors import SendRejected
 
 if TYPE_CHECKING:
-    from .connection import Connection
+    from lineup.client import Connection
 
 Clock = Callable[[], datetime]
 E = TypeVar("E", bound=Envelope)

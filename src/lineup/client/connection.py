@@ -19,9 +19,9 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 
 from lineup import wire
 
-from .errors import AgentClosed, AuthenticationFailed, SendRejected
+from .errors import AuthenticationFailed, ClientClosed, SendRejected
 
-log = logging.getLogger("lineup.agent")
+log = logging.getLogger("lineup.client")
 
 FrameHandler = Callable[[wire.ServerFrame], Awaitable[None]]
 
@@ -76,7 +76,7 @@ class Connection:
     async def send_envelope(self, envelope_id: str, envelope: bytes) -> wire.Ack:
         """Send (and resend after reconnects) until the AppServer acknowledges."""
         if self._closed:
-            raise AgentClosed("the agent is stopped")
+            raise ClientClosed("the client is stopped")
         existing = self._pending.get(envelope_id)
         if existing is not None:
             return await asyncio.shield(existing[1])
@@ -172,7 +172,7 @@ class Connection:
 
     async def close(self) -> None:
         self._closed = True
-        self._fail_all(AgentClosed("the agent stopped"))
+        self._fail_all(ClientClosed("the client stopped"))
         ws = self._ws
         if ws is not None:
             await ws.close()
