@@ -12,6 +12,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable
+from typing import Literal
 
 import msgspec
 from websockets.asyncio.client import ClientConnection, connect
@@ -24,6 +25,7 @@ from .errors import AuthenticationFailed, ClientClosed, SendRejected
 log = logging.getLogger("lineup.client")
 
 FrameHandler = Callable[[wire.ServerFrame], Awaitable[None]]
+ConnectionState = Literal["connecting", "connected", "reconnecting", "offline"]
 
 _frame_decoder = msgspec.json.Decoder(wire.ServerFrame)
 _encode = msgspec.json.encode
@@ -58,8 +60,11 @@ class Connection:
         on_frame: FrameHandler,
         subscribe: Callable[[], wire.Subscribe],
         backoff: Backoff | None = None,
+        on_state: Callable[[ConnectionState], None] | None = None,
     ) -> None:
         self.ws_url = ws_url
+        self._on_state = on_state
+        self.state: ConnectionState = "connecting"
         self._headers = {"Authorization": f"Bearer {api_key}"}
         self._on_frame = on_frame
         self._subscribe = subscribe
@@ -117,8 +122,8 @@ class Connection:
             except InvalidStatus as exc:
                 status = exc.response.status_code
                 if status in (401, 403):
-                    self._fail_all(AuthenticationFailed("the AppServer refused the API key"))
-                    raise AuthenticationFailed("the AppServer refused the API key") from None
+                    self._fail_all(AuthenticationFailed("the AppServer refused the credentials"))
+                    raise AuthenticationFailed("the AppServer refused the credentials") from None
                 log.warning("stream handshake refused", extra={"status": status})
             except (OSError, ConnectionClosed, InvalidHandshake, TimeoutError) as exc:
                 log.info("stream disconnected", extra={"error": type(exc).__name__})
@@ -127,7 +132,15 @@ class Connection:
                 self.connected.clear()
             if self._closed:
                 break
+            self._set_state("reconnecting")
             await asyncio.sleep(self._backoff.next_delay())
+        self._set_state("offline")
+
+    def _set_state(self, state: ConnectionState) -> None:
+        if state != self.state:
+            self.state = state
+            if self._on_state is not None:
+                self._on_state(state)
 
     async def _session(self, ws: ClientConnection) -> None:
         self._ws = ws
@@ -136,6 +149,7 @@ class Connection:
         for pending_frame, _future in list(self._pending.values()):
             await self._write(ws, pending_frame)
         self.connected.set()
+        self._set_state("connected")
         async for raw in ws:
             data = raw.encode("utf-8") if isinstance(raw, str) else raw
             try:

@@ -1,0 +1,320 @@
+"""``Runtime``: one per user; the only owner of transport, store, sync and outbox.
+
+It logs in to the AppServer (the token stays here), keeps every conversation in a
+local SQLite store, applies the stream in order from stored cursors, and sends
+through a transactional outbox: a message is shown as ``sending`` and queued in one
+transaction, then sent until the AppServer acknowledges it, across reconnects and
+restarts. Hosts watch it through events; they never touch the transport or store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import msgspec
+
+from lineup import wire
+from lineup.client import AuthenticationFailed, Backoff, ClientClosed, Connection, SendRejected
+from lineup.client.connection import ConnectionState
+from lineup.protocol import (
+    ErrorCode,
+    ErrorResponse,
+    MessageEnvelope,
+    Rejection,
+    Sender,
+    Unsupported,
+    decode,
+    encode,
+    payloads,
+)
+
+from .records import ConversationInfo, OutboxItem, Received, Session, TimelineItem
+from .store import RuntimeStore
+
+log = logging.getLogger("lineup.runtime")
+
+DEFAULT_SCOPE = "chat"
+"""Interact's app scope (spec 002 §2.1 keeps the compatible name ``chat``)."""
+
+STORE_FILE = "runtime.sqlite3"
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineChanged:
+    item: TimelineItem
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionChanged:
+    state: ConnectionState | str
+
+
+RuntimeEvent = TimelineChanged | ConnectionChanged
+Listener = Callable[[RuntimeEvent], None]
+
+
+class NotLoggedIn(Exception):
+    """The Runtime has no AppServer session; log in first."""
+
+
+class Runtime:
+    def __init__(
+        self,
+        data_dir: str | Path,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        backoff: Backoff | None = None,
+        known_scopes: frozenset[str] = frozenset({DEFAULT_SCOPE}),
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self.store = RuntimeStore(self.data_dir / STORE_FILE, clock=self._clock)
+        self._backoff = backoff
+        self._known_scopes = known_scopes
+        self.session: Session | None = None
+        self.state: ConnectionState | str = "offline"
+        self._listeners: list[Listener] = []
+        self._connection: Connection | None = None
+        self._tasks: asyncio.TaskGroup | None = None
+        self._cursors: dict[str, int] = {}
+        self._incoming: list[Received] = []
+        self._incoming_ready = asyncio.Event()
+        self.ready = asyncio.Event()
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        await self.store.open()
+        self.session = await self.store.load_session()
+
+    async def close(self) -> None:
+        await self.stop()
+        await self.store.close()
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Hear about timeline and connection changes; returns the unsubscribe call."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def _emit(self, event: RuntimeEvent) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception:
+                log.exception("runtime listener failed")
+
+    # --- session ----------------------------------------------------------------------------
+
+    async def login(self, server_url: str, username: str, password: str) -> Session:
+        """Log in to the AppServer; the token is stored here and never given out."""
+        async with httpx.AsyncClient(base_url=server_url, timeout=30) as http:
+            response = await http.post(
+                "/v1/login", json={"username": username, "password": password}
+            )
+        if response.status_code != 200:
+            error = msgspec.json.decode(response.content, type=ErrorResponse).error
+            if response.status_code == 401:
+                raise AuthenticationFailed(error.message)
+            raise SendRejected(error)
+        body = msgspec.json.decode(response.content, type=wire.LoginResponse)
+        self.session = Session(server_url.rstrip("/"), username, body.user_id, body.token)
+        await self.store.save_session(self.session)
+        return self.session
+
+    def _session(self) -> Session:
+        if self.session is None:
+            raise NotLoggedIn("log in to an AppServer first")
+        return self.session
+
+    def _http(self) -> httpx.AsyncClient:
+        session = self._session()
+        return httpx.AsyncClient(
+            base_url=session.server_url,
+            headers={"Authorization": f"Bearer {session.token}"},
+            timeout=30,
+        )
+
+    # --- conversations ----------------------------------------------------------------------
+
+    async def open_conversation(
+        self, agent_id: str, *, conversation_id: str | None = None, title: str = ""
+    ) -> ConversationInfo:
+        """Create (or, with the same id, find) a conversation with ``agent_id``."""
+        body = wire.CreateConversation(agent_id=agent_id, id=conversation_id, title=title)
+        async with self._http() as http:
+            response = await http.post(
+                "/v1/conversations",
+                content=msgspec.json.encode(body),
+                headers={"Content-Type": "application/json"},
+            )
+        if response.status_code >= 400:
+            raise SendRejected(msgspec.json.decode(response.content, type=ErrorResponse).error)
+        record = msgspec.json.decode(response.content, type=wire.Conversation)
+        await self.store.upsert_conversation(record.id, record.agent_id, record.title)
+        return ConversationInfo(record.id, record.agent_id, record.title, 0)
+
+    async def _sync_conversation_list(self) -> None:
+        async with self._http() as http:
+            response = await http.get("/v1/conversations")
+        if response.status_code == 401:
+            raise AuthenticationFailed("the AppServer refused the stored session")
+        listing = msgspec.json.decode(response.content, type=wire.ConversationList)
+        for record in listing.conversations:
+            await self.store.upsert_conversation(record.id, record.agent_id, record.title)
+
+    # --- sending ----------------------------------------------------------------------------
+
+    async def send_message(self, conversation_id: str, text: str) -> TimelineItem:
+        """Show the message as ``sending`` and queue it durably; it leaves when it can."""
+        session = self._session()
+        envelope = MessageEnvelope(
+            id=f"msg_{uuid.uuid4().hex}",
+            conversation_id=conversation_id,
+            sender=Sender(kind="user", id=session.user_id),
+            created_at=self._clock(),
+            payload=payloads.Message(text=text),
+        )
+        body = encode(envelope)
+        checked = decode(body)
+        if isinstance(checked, Rejection):
+            raise SendRejected(checked.as_body())
+        item = await self.store.queue_envelope(
+            conversation_id, envelope.id, envelope.type, "user", body
+        )
+        self._emit(TimelineChanged(item))
+        self._start_send(OutboxItem(0, conversation_id, envelope.id, body))
+        return item
+
+    async def retry(self, conversation_id: str, envelope_id: str) -> TimelineItem | None:
+        item = await self.store.retry(conversation_id, envelope_id)
+        if item is not None:
+            self._emit(TimelineChanged(item))
+            self._start_send(OutboxItem(0, conversation_id, envelope_id, item.body))
+        return item
+
+    def _start_send(self, item: OutboxItem) -> None:
+        if self._tasks is not None and self._connection is not None:
+            self._tasks.create_task(self._send(self._connection, item))
+        # Not running: the row waits in the outbox; run() sends it.
+
+    async def _send(self, connection: Connection, item: OutboxItem) -> None:
+        try:
+            ack = await connection.send_envelope(item.envelope_id, item.body)
+        except SendRejected as exc:
+            if exc.code == ErrorCode.UNAVAILABLE:
+                return  # stays in the outbox; sent again on the next run or reconnect
+            changed = await self.store.mark_failed(item.conversation_id, item.envelope_id, exc.code)
+        except (ClientClosed, AuthenticationFailed):
+            return  # stays in the outbox
+        else:
+            changed = await self.store.mark_sent(item.conversation_id, item.envelope_id, ack.seq)
+        if changed is not None:
+            self._emit(TimelineChanged(changed))
+
+    # --- the sync loop ----------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Stream, apply and send until ``stop()``; reconnects by itself."""
+        session = self._session()
+        await self._sync_conversation_list()
+        self._cursors = {c.id: c.cursor for c in await self.store.conversations()}
+        connection = Connection(
+            _ws_url(session.server_url),
+            session.token,
+            on_frame=self._on_frame,
+            subscribe=lambda: wire.Subscribe(cursors=dict(self._cursors), all=True),
+            backoff=self._backoff,
+            on_state=self._on_state,
+        )
+        self._connection = connection
+        try:
+            async with asyncio.TaskGroup() as tg:
+                self._tasks = tg
+                for item in await self.store.outbox():
+                    self._start_send(item)
+                tg.create_task(self._apply_loop())
+                await connection.run()
+                raise ClientClosed("stopped")
+        except* ClientClosed:
+            pass
+        finally:
+            self._tasks = None
+            self._connection = None
+            self.ready.clear()
+            self._on_state("offline")
+
+    async def stop(self) -> None:
+        if self._connection is not None:
+            await self._connection.close()
+
+    def _on_state(self, state: ConnectionState | str) -> None:
+        if state != self.state:
+            self.state = state
+            self._emit(ConnectionChanged(state))
+
+    async def _on_frame(self, frame: wire.ServerFrame) -> None:
+        if isinstance(frame, wire.EnvelopeFrame):
+            self._incoming.append(self._classify(frame))
+            self._incoming_ready.set()
+        elif isinstance(frame, wire.ConversationFrame):
+            record = frame.conversation
+            await self.store.upsert_conversation(record.id, record.agent_id, record.title)
+            self._cursors.setdefault(record.id, 0)
+        elif isinstance(frame, wire.Synced):
+            self.ready.set()
+        elif isinstance(frame, wire.ErrorFrame):
+            log.warning("AppServer reported an error", extra={"code": str(frame.error.code)})
+
+    def _classify(self, frame: wire.EnvelopeFrame) -> Received:
+        """Validate what the AppServer sent; a rejection is recorded, never raised."""
+        body = bytes(frame.envelope)
+        result = decode(body)
+        if isinstance(result, Rejection):
+            return Received(frame.conversation_id, frame.seq, body, code=result.code.value)
+        if isinstance(result, Unsupported):
+            code = ErrorCode.UNSUPPORTED_TYPE.value
+            return Received(frame.conversation_id, frame.seq, body, code=code)
+        if result.conversation_id != frame.conversation_id:
+            code = ErrorCode.MALFORMED_ENVELOPE.value
+            return Received(frame.conversation_id, frame.seq, body, code=code)
+        scope = result.target.app_scope if result.target and result.target.app_scope else None
+        scope = scope or DEFAULT_SCOPE
+        if scope not in self._known_scopes:
+            code = ErrorCode.APP_SCOPE_MISMATCH.value
+            return Received(frame.conversation_id, frame.seq, body, code=code)
+        return Received(
+            frame.conversation_id,
+            frame.seq,
+            body,
+            envelope_id=result.id,
+            type=result.type,
+            sender_kind=result.sender.kind,
+            app_scope=scope if result.sender.kind == "agent" else None,
+        )
+
+    async def _apply_loop(self) -> None:
+        """Apply received envelopes in order, many per transaction."""
+        while True:
+            await self._incoming_ready.wait()
+            self._incoming_ready.clear()
+            batch, self._incoming = self._incoming, []
+            if not batch:
+                continue
+            applied, cursors = await self.store.apply_received(batch)
+            self._cursors.update(cursors)
+            for item in applied:
+                self._emit(TimelineChanged(item))
+
+
+def _ws_url(server_url: str) -> str:
+    parts = urlsplit(server_url)
+    scheme = {"http": "ws", "https": "wss"}.get(parts.scheme, parts.scheme)
+    return urlunsplit((scheme, parts.netloc, parts.path.rstrip("/") + "/v1/stream", "", ""))

@@ -1,0 +1,432 @@
+"""The Runtime's local store: one SQLite file per user, one writer.
+
+Every state change and the envelope it must send are written in one transaction
+(the transactional outbox); every received envelope, its inbox rows and the new
+cursor too. Audit rows hold ids, types and codes only, never content.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from lineup.db import SQLiteDatabase
+
+from . import migrations
+from .records import (
+    AuditRow,
+    ConversationInfo,
+    InboxItem,
+    OutboxItem,
+    Received,
+    Session,
+    TimelineItem,
+)
+
+Clock = Callable[[], datetime]
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class RuntimeStore:
+    def __init__(self, path: str | Path, *, clock: Clock = _utcnow) -> None:
+        self.path = Path(path)
+        self._clock = clock
+        self._db = SQLiteDatabase(self.path, resources.files(migrations), readers=2, name="runtime")
+
+    async def open(self) -> None:
+        await self._db.open()
+        self.path.chmod(0o600)  # it holds the AppServer token
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    def _now(self) -> str:
+        return self._clock().astimezone(UTC).isoformat(timespec="milliseconds")
+
+    # --- session --------------------------------------------------------------------------
+
+    async def save_session(self, session: Session) -> None:
+        await self._db.write(_save_session_txn, session, self._now())
+
+    async def load_session(self) -> Session | None:
+        return await self._db.read(_load_session)
+
+    async def clear_session(self) -> None:
+        await self._db.write(_clear_session_txn, self._now())
+
+    # --- conversations ---------------------------------------------------------------------
+
+    async def upsert_conversation(self, conversation_id: str, agent_id: str, title: str) -> None:
+        await self._db.write(
+            _upsert_conversation_txn, conversation_id, agent_id, title, self._now()
+        )
+
+    async def conversations(self) -> list[ConversationInfo]:
+        return await self._db.read(_conversations)
+
+    # --- sending ---------------------------------------------------------------------------
+
+    async def queue_envelope(
+        self, conversation_id: str, envelope_id: str, type: str, sender_kind: str, body: bytes
+    ) -> TimelineItem:
+        """Show it (``sending``) and put it in the outbox, in one transaction."""
+        return await self._db.write(
+            _queue_txn, conversation_id, envelope_id, type, sender_kind, body, self._now()
+        )
+
+    async def outbox(self) -> list[OutboxItem]:
+        return await self._db.read(_outbox)
+
+    async def mark_sent(
+        self, conversation_id: str, envelope_id: str, seq: int
+    ) -> TimelineItem | None:
+        return await self._db.write(_mark_sent_txn, conversation_id, envelope_id, seq, self._now())
+
+    async def mark_failed(
+        self, conversation_id: str, envelope_id: str, code: str
+    ) -> TimelineItem | None:
+        return await self._db.write(
+            _mark_failed_txn, conversation_id, envelope_id, code, self._now()
+        )
+
+    async def retry(self, conversation_id: str, envelope_id: str) -> TimelineItem | None:
+        """Put a ``failed`` envelope back in the outbox (``None`` if it is not failed)."""
+        return await self._db.write(_retry_txn, conversation_id, envelope_id, self._now())
+
+    # --- receiving ---------------------------------------------------------------------------
+
+    async def apply_received(
+        self, items: Sequence[Received]
+    ) -> tuple[list[TimelineItem], dict[str, int]]:
+        """Store received envelopes, their inbox rows and the new cursors atomically.
+
+        Envelopes at or below a conversation's cursor are skipped (already applied);
+        one we sent ourselves turns our ``sending`` row into ``sent``. Returns the
+        changed timeline items and the cursors that moved.
+        """
+        return await self._db.write(_apply_received_txn, list(items), self._now())
+
+    async def timeline(
+        self, conversation_id: str, *, before_seq: int | None = None, limit: int = 50
+    ) -> list[TimelineItem]:
+        """The newest ``limit`` items (older than ``before_seq``), oldest first; unsent last."""
+        return await self._db.read(_timeline, conversation_id, before_seq, limit)
+
+    async def rejections(self) -> list[tuple[str, int, str, int]]:
+        return await self._db.read(_rejections)
+
+    # --- MiniApp inbox -------------------------------------------------------------------------
+
+    async def inbox(self, app_scope: str, *, after_id: int = 0) -> list[InboxItem]:
+        """Unacknowledged messages for ``app_scope``, oldest first."""
+        return await self._db.read(_inbox, app_scope, after_id)
+
+    async def inbox_ack(self, app_scope: str, inbox_id: int) -> bool:
+        """Acknowledge one message; ``False`` when unknown, not this scope's, or acked."""
+        return await self._db.write(_inbox_ack_txn, app_scope, inbox_id, self._now())
+
+    # --- audit -------------------------------------------------------------------------------
+
+    async def audit(self, limit: int = 1000) -> list[AuditRow]:
+        return await self._db.read(_audit, limit)
+
+
+# --- transaction and query functions ------------------------------------------------------
+
+
+def _audit_txn(
+    conn: sqlite3.Connection,
+    at: str,
+    actor: str,
+    action: str,
+    subject: str,
+    outcome: str,
+    code: str | None = None,
+) -> None:
+    conn.execute(
+        "INSERT INTO audit (at, actor, action, subject, outcome, code) VALUES (?, ?, ?, ?, ?, ?)",
+        (at, actor, action, subject, outcome, code),
+    )
+
+
+def _save_session_txn(conn: sqlite3.Connection, session: Session, now: str) -> None:
+    conn.executemany(
+        "INSERT OR REPLACE INTO session (key, value) VALUES (?, ?)",
+        [
+            ("server_url", session.server_url),
+            ("username", session.username),
+            ("user_id", session.user_id),
+            ("token", session.token),
+        ],
+    )
+    _audit_txn(conn, now, f"user:{session.user_id}", "login", session.server_url, "ok")
+
+
+def _load_session(conn: sqlite3.Connection) -> Session | None:
+    values = dict(conn.execute("SELECT key, value FROM session").fetchall())
+    if {"server_url", "username", "user_id", "token"} - values.keys():
+        return None
+    return Session(values["server_url"], values["username"], values["user_id"], values["token"])
+
+
+def _clear_session_txn(conn: sqlite3.Connection, now: str) -> None:
+    user = conn.execute("SELECT value FROM session WHERE key = 'user_id'").fetchone()
+    conn.execute("DELETE FROM session")
+    _audit_txn(conn, now, f"user:{user[0] if user else '?'}", "logout", "session", "ok")
+
+
+def _upsert_conversation_txn(
+    conn: sqlite3.Connection, conversation_id: str, agent_id: str, title: str, now: str
+) -> None:
+    conn.execute(
+        "INSERT INTO conversations (id, agent_id, title, created_at) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT (id) DO UPDATE SET title = excluded.title",
+        (conversation_id, agent_id, title, now),
+    )
+
+
+def _conversations(conn: sqlite3.Connection) -> list[ConversationInfo]:
+    rows = conn.execute(
+        "SELECT id, agent_id, title, cursor FROM conversations ORDER BY created_at, id"
+    ).fetchall()
+    return [ConversationInfo(*row) for row in rows]
+
+
+_TIMELINE_COLUMNS = (
+    "id, conversation_id, envelope_id, seq, type, sender_kind, body, state, error_code, created_at"
+)
+
+
+def _item(row: Sequence[Any]) -> TimelineItem:
+    return TimelineItem(
+        row[0], row[1], row[2], row[3], row[4], row[5], bytes(row[6]), row[7], row[8], row[9]
+    )
+
+
+def _get_item(
+    conn: sqlite3.Connection, conversation_id: str, envelope_id: str
+) -> TimelineItem | None:
+    row = conn.execute(
+        f"SELECT {_TIMELINE_COLUMNS} FROM timeline WHERE conversation_id = ? AND envelope_id = ?",  # noqa: S608
+        (conversation_id, envelope_id),
+    ).fetchone()
+    return _item(row) if row else None
+
+
+def _queue_txn(
+    conn: sqlite3.Connection,
+    conversation_id: str,
+    envelope_id: str,
+    type: str,
+    sender_kind: str,
+    body: bytes,
+    now: str,
+) -> TimelineItem:
+    conn.execute(
+        "INSERT INTO timeline (conversation_id, envelope_id, type, sender_kind, body, state,"
+        " created_at) VALUES (?, ?, ?, ?, ?, 'sending', ?)",
+        (conversation_id, envelope_id, type, sender_kind, body, now),
+    )
+    conn.execute(
+        "INSERT INTO outbox (conversation_id, envelope_id, body, created_at) VALUES (?, ?, ?, ?)",
+        (conversation_id, envelope_id, body, now),
+    )
+    _audit_txn(conn, now, sender_kind, "send", f"{conversation_id}/{envelope_id}", "queued", type)
+    item = _get_item(conn, conversation_id, envelope_id)
+    assert item is not None
+    return item
+
+
+def _outbox(conn: sqlite3.Connection) -> list[OutboxItem]:
+    rows = conn.execute(
+        "SELECT id, conversation_id, envelope_id, body FROM outbox ORDER BY id"
+    ).fetchall()
+    return [OutboxItem(row[0], row[1], row[2], bytes(row[3])) for row in rows]
+
+
+def _mark_sent_txn(
+    conn: sqlite3.Connection, conversation_id: str, envelope_id: str, seq: int, now: str
+) -> TimelineItem | None:
+    removed = conn.execute(
+        "DELETE FROM outbox WHERE conversation_id = ? AND envelope_id = ?",
+        (conversation_id, envelope_id),
+    ).rowcount
+    conn.execute(
+        "UPDATE timeline SET state = 'sent', seq = ?, error_code = NULL"
+        " WHERE conversation_id = ? AND envelope_id = ? AND state IN ('sending', 'sent')",
+        (seq, conversation_id, envelope_id),
+    )
+    if removed:
+        _audit_txn(conn, now, "runtime", "send", f"{conversation_id}/{envelope_id}", "acknowledged")
+    return _get_item(conn, conversation_id, envelope_id)
+
+
+def _mark_failed_txn(
+    conn: sqlite3.Connection, conversation_id: str, envelope_id: str, code: str, now: str
+) -> TimelineItem | None:
+    conn.execute(
+        "DELETE FROM outbox WHERE conversation_id = ? AND envelope_id = ?",
+        (conversation_id, envelope_id),
+    )
+    conn.execute(
+        "UPDATE timeline SET state = 'failed', error_code = ?"
+        " WHERE conversation_id = ? AND envelope_id = ? AND state = 'sending'",
+        (code, conversation_id, envelope_id),
+    )
+    _audit_txn(conn, now, "runtime", "send", f"{conversation_id}/{envelope_id}", "refused", code)
+    return _get_item(conn, conversation_id, envelope_id)
+
+
+def _retry_txn(
+    conn: sqlite3.Connection, conversation_id: str, envelope_id: str, now: str
+) -> TimelineItem | None:
+    item = _get_item(conn, conversation_id, envelope_id)
+    if item is None or item.state != "failed":
+        return None
+    conn.execute(
+        "UPDATE timeline SET state = 'sending', error_code = NULL WHERE id = ?", (item.id,)
+    )
+    conn.execute(
+        "INSERT INTO outbox (conversation_id, envelope_id, body, created_at) VALUES (?, ?, ?, ?)",
+        (conversation_id, envelope_id, item.body, now),
+    )
+    _audit_txn(conn, now, item.sender_kind, "send", f"{conversation_id}/{envelope_id}", "retried")
+    return _get_item(conn, conversation_id, envelope_id)
+
+
+def _apply_received_txn(
+    conn: sqlite3.Connection, items: list[Received], now: str
+) -> tuple[list[TimelineItem], dict[str, int]]:
+    applied: list[TimelineItem] = []
+    cursors: dict[str, int] = {}
+    for item in items:
+        cursor = cursors.get(item.conversation_id)
+        if cursor is None:
+            row = conn.execute(
+                "SELECT cursor FROM conversations WHERE id = ?", (item.conversation_id,)
+            ).fetchone()
+            if row is None:
+                continue  # not a conversation we know; the sync loop adds them first
+            cursor = row[0]
+        if item.seq <= cursor:
+            continue
+        cursors[item.conversation_id] = item.seq
+        if item.envelope_id is None:
+            conn.execute(
+                "INSERT INTO rejections (conversation_id, seq, code, size, at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (
+                    item.conversation_id,
+                    item.seq,
+                    item.code or "malformed_envelope",
+                    len(item.body),
+                    now,
+                ),
+            )
+            _audit_txn(
+                conn,
+                now,
+                "appserver",
+                "receive",
+                f"{item.conversation_id}#{item.seq}",
+                "rejected",
+                item.code,
+            )
+            continue
+        existing = _get_item(conn, item.conversation_id, item.envelope_id)
+        if existing is not None:
+            # Our own envelope coming back: it is stored, whatever the ack said.
+            conn.execute(
+                "UPDATE timeline SET seq = ?, state = 'sent', error_code = NULL WHERE id = ?",
+                (item.seq, existing.id),
+            )
+            conn.execute(
+                "DELETE FROM outbox WHERE conversation_id = ? AND envelope_id = ?",
+                (item.conversation_id, item.envelope_id),
+            )
+        else:
+            conn.execute(
+                "INSERT INTO timeline (conversation_id, envelope_id, seq, type, sender_kind, body,"
+                " state, created_at) VALUES (?, ?, ?, ?, ?, ?, 'received', ?)",
+                (
+                    item.conversation_id,
+                    item.envelope_id,
+                    item.seq,
+                    item.type,
+                    item.sender_kind,
+                    item.body,
+                    now,
+                ),
+            )
+            if item.app_scope is not None:
+                conn.execute(
+                    "INSERT OR IGNORE INTO inbox (app_scope, conversation_id, envelope_id)"
+                    " VALUES (?, ?, ?)",
+                    (item.app_scope, item.conversation_id, item.envelope_id),
+                )
+        stored = _get_item(conn, item.conversation_id, item.envelope_id)
+        assert stored is not None
+        applied.append(stored)
+    for conversation_id, cursor in cursors.items():
+        conn.execute("UPDATE conversations SET cursor = ? WHERE id = ?", (cursor, conversation_id))
+    return applied, cursors
+
+
+def _timeline(
+    conn: sqlite3.Connection, conversation_id: str, before_seq: int | None, limit: int
+) -> list[TimelineItem]:
+    if before_seq is None:
+        pending = conn.execute(
+            f"SELECT {_TIMELINE_COLUMNS} FROM timeline"  # noqa: S608
+            " WHERE conversation_id = ? AND seq IS NULL ORDER BY id",
+            (conversation_id,),
+        ).fetchall()
+        bound = 2**62
+    else:
+        pending = []
+        bound = before_seq
+    synced = conn.execute(
+        f"SELECT {_TIMELINE_COLUMNS} FROM timeline"  # noqa: S608
+        " WHERE conversation_id = ? AND seq IS NOT NULL AND seq < ? ORDER BY seq DESC LIMIT ?",
+        (conversation_id, bound, limit),
+    ).fetchall()
+    return [_item(row) for row in reversed(synced)] + [_item(row) for row in pending]
+
+
+def _rejections(conn: sqlite3.Connection) -> list[tuple[str, int, str, int]]:
+    rows = conn.execute("SELECT conversation_id, seq, code, size FROM rejections ORDER BY id")
+    return [(r[0], r[1], r[2], r[3]) for r in rows.fetchall()]
+
+
+def _inbox(conn: sqlite3.Connection, app_scope: str, after_id: int) -> list[InboxItem]:
+    rows = conn.execute(
+        "SELECT i.id, i.app_scope, i.conversation_id, i.envelope_id, t.body FROM inbox i"
+        " JOIN timeline t"
+        " ON t.conversation_id = i.conversation_id AND t.envelope_id = i.envelope_id"
+        " WHERE i.app_scope = ? AND i.acked_at IS NULL AND i.id > ? ORDER BY i.id",
+        (app_scope, after_id),
+    ).fetchall()
+    return [InboxItem(r[0], r[1], r[2], r[3], bytes(r[4])) for r in rows]
+
+
+def _inbox_ack_txn(conn: sqlite3.Connection, app_scope: str, inbox_id: int, now: str) -> bool:
+    cur = conn.execute(
+        "UPDATE inbox SET acked_at = ? WHERE id = ? AND app_scope = ? AND acked_at IS NULL",
+        (now, inbox_id, app_scope),
+    )
+    return cur.rowcount > 0
+
+
+def _audit(conn: sqlite3.Connection, limit: int) -> list[AuditRow]:
+    rows = conn.execute(
+        "SELECT id, at, actor, action, subject, outcome, code FROM audit ORDER BY id LIMIT ?",
+        (limit,),
+    ).fetchall()
+    return [AuditRow(*row) for row in rows]
