@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -153,6 +154,7 @@ async def test_a_sigkilled_runtime_sends_each_queued_message_once_in_order(
             str(tmp_path),
             pair.conversation_id,
             str(COUNT),
+            "20",
         ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
@@ -160,20 +162,15 @@ async def test_a_sigkilled_runtime_sends_each_queued_message_once_in_order(
     )
     assert child.stdout is not None
     assert child.stdout.readline().strip() == "queued"
-    # Kill it while it sends: some messages acknowledged, some in flight, some not sent.
-    seen = 0
-    while seen < 20:
-        seen = (await pair.agent.read(pair.conversation_id, seen, wait=5) or [{"seq": seen}])[-1][
-            "seq"
-        ]
-    child.kill()
-    child.wait(timeout=10)
+    # It kills itself once 20 are acknowledged: others are in flight or unsent.
+    assert await asyncio.to_thread(child.wait, 30) == -signal.SIGKILL
     child.stdout.close()
-    delivered_before_restart = len(await agent_texts(pair))
-    assert delivered_before_restart < COUNT, "the kill came too late to test anything"
 
     runtime = Runtime(tmp_path, backoff=FAST)
     await runtime.open()
+    # Whatever reached the AppServer, the Runtime died before recording most acks:
+    # those are resent, and the AppServer's idempotency must make that harmless.
+    assert len(await runtime.store.outbox()) >= COUNT - 1000
     log = EventLog(runtime)
     async with running(runtime):
         await log.until_async(outbox_empty(runtime))
