@@ -48,9 +48,20 @@ def test_user_and_agent_add_and_their_errors(tmp_path: Path) -> None:
 
 
 def test_demo_prints_how_to_talk_and_the_agent_answers(tmp_path: Path) -> None:
-    port = free_port()
+    port, web_port = free_port(), free_port()
     demo = subprocess.Popen(
-        [sys.executable, "-m", "lineup", "demo", "--data-dir", str(tmp_path), "--port", str(port)],
+        [
+            sys.executable,
+            "-m",
+            "lineup",
+            "demo",
+            "--data-dir",
+            str(tmp_path),
+            "--port",
+            str(port),
+            "--web-port",
+            str(web_port),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -63,10 +74,20 @@ def test_demo_prints_how_to_talk_and_the_agent_answers(tmp_path: Path) -> None:
             assert line, "the demo exited before it was ready"
             lines.append(line)
         output = "".join(lines)
-        password = re.search(r"password: (\S+)", output)
+        password = re.search(r"LINEUP_PASSWORD=(\S+)", output)
         assert password, output
         assert f"http://127.0.0.1:{port}" in output
-        assert "chat --server" in output
+        link = re.search(rf"http://127.0.0.1:{web_port}/login/link\?code=\S+", output)
+        assert link, output
+        # The one-time link logs a browser in once, with an HttpOnly session cookie.
+        first = httpx.get(link.group(0))
+        assert first.status_code == 303
+        assert first.headers["location"] == "/"
+        cookie = first.headers["set-cookie"]
+        assert "HttpOnly" in cookie
+        assert "SameSite=strict" in cookie
+        again = httpx.get(link.group(0))
+        assert again.headers["location"] == "/login?error=link"
         chat = lineup(
             "chat",
             "--server",

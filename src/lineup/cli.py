@@ -111,13 +111,16 @@ def agent_add(data_dir: Path, agent_id: str, name: str | None) -> None:
     help="[default: ~/.local/share/lineup/demo]",
 )
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8765, show_default=True, type=int)
-def demo(data_dir: Path | None, host: str, port: int) -> None:
-    """Run the AppServer with the demo agent, and print how to talk to it."""
+@click.option("--port", default=8765, show_default=True, type=int, help="AppServer port.")
+@click.option("--web-port", default=8766, show_default=True, type=int, help="Web Host port.")
+def demo(data_dir: Path | None, host: str, port: int, web_port: int) -> None:
+    """Run AppServer, demo agent, Runtime and Web Host; print the login link."""
     from .demo import run_demo
 
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(run_demo(data_dir or default_data_dir("demo"), host=host, port=port))
+        asyncio.run(
+            run_demo(data_dir or default_data_dir("demo"), host=host, port=port, web_port=web_port)
+        )
 
 
 # --- lineup chat -----------------------------------------------------------------------------

@@ -13,8 +13,11 @@ import click
 
 from .agent import Agent
 from .agent.demo import build_demo_agent
+from .host.serve import build_host_server, run_client
+from .runtime import Runtime
 from .server import admin
-from .server.runner import build_server, wait_started
+from .server.runner import build_server
+from .serving import wait_started
 
 DEMO_USER = "demo"
 DEMO_AGENT = "demo-agent"
@@ -55,7 +58,8 @@ def _save_credentials(data_dir: Path, credentials: dict[str, str]) -> None:
         json.dump(credentials, handle, indent=2)
 
 
-async def run_demo(data_dir: Path, *, host: str, port: int) -> None:
+async def run_demo(data_dir: Path, *, host: str, port: int, web_port: int) -> None:
+    """AppServer, demo agent, Runtime and Web Host in one process, until Ctrl-C."""
     credentials = await ensure_demo_accounts(data_dir)
     server = build_server(data_dir, host=host, port=port, embedded=True)
     url = f"http://{host}:{port}"
@@ -63,37 +67,59 @@ async def run_demo(data_dir: Path, *, host: str, port: int) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    async with asyncio.TaskGroup() as tg:
-        server_task = tg.create_task(server.serve())
-        await wait_started(server, server_task)
-        agent = build_demo_agent(
-            Agent(
-                url, credentials["agent_key"], cursor_path=str(data_dir / "demo-agent-cursors.json")
+    runtime = Runtime(data_dir / "runtime")
+    await runtime.open()
+    try:
+        async with asyncio.TaskGroup() as tg:
+            server_task = tg.create_task(server.serve())
+            await wait_started(server, server_task)
+            agent = build_demo_agent(
+                Agent(
+                    url,
+                    credentials["agent_key"],
+                    cursor_path=str(data_dir / "demo-agent-cursors.json"),
+                )
             )
-        )
-        agent_task = tg.create_task(agent.run())
-        launcher = os.environ.get("LINEUP_LAUNCHER", "lineup")
-        user, password = credentials["username"], credentials["password"]
-        chat_command = f"LINEUP_PASSWORD={password} {launcher} chat --server {url} --user {user}"
-        click.echo(
-            "\n".join(
-                [
-                    "",
-                    "LineUp demo is running.",
-                    f"  AppServer   {url}   (API description: {url}/openapi.json)",
-                    f"  User        {user}   password: {password}",
-                    f"  Agent       {credentials['agent_id']}   (scripted: /help, echo)",
-                    f"  Data        {data_dir}",
-                    "",
-                    "Talk to the agent from another terminal:",
-                    f"  {chat_command}",
-                    "",
-                    "Press Ctrl-C to stop.",
-                ]
+            agent_task = tg.create_task(agent.run())
+            if runtime.session is None:
+                await runtime.login(url, credentials["username"], credentials["password"])
+            web, web_server = build_host_server(runtime, server_url=url, host=host, port=web_port)
+            client_task = tg.create_task(
+                run_client(runtime, web_server, agent_id=credentials["agent_id"])
             )
-        )
-        await stop.wait()
-        await agent.stop()
-        await agent_task
-        server.should_exit = True
-        await server_task
+            await wait_started(web_server, client_task)
+            link = await web.sessions.create("link")
+            web_url = f"http://{host}:{web_port}"
+            click.echo(_banner(credentials, url, web_url, link, data_dir))
+            await stop.wait()
+            await runtime.stop()
+            await client_task
+            await agent.stop()
+            await agent_task
+            server.should_exit = True
+            await server_task
+    finally:
+        await runtime.close()
+
+
+def _banner(credentials: dict[str, str], url: str, web_url: str, link: str, data_dir: Path) -> str:
+    launcher = os.environ.get("LINEUP_LAUNCHER", "lineup")
+    user, password = credentials["username"], credentials["password"]
+    chat_command = f"LINEUP_PASSWORD={password} {launcher} chat --server {url} --user {user}"
+    return "\n".join(
+        [
+            "",
+            "LineUp demo is running.",
+            "",
+            f"  Open        {web_url}/login/link?code={link}",
+            "              (a one-time login link; later, log in at "
+            f"{web_url}/login as {user} / {password})",
+            "",
+            f"  AppServer   {url}   (API description: {url}/openapi.json)",
+            f"  Agent       {credentials['agent_id']}   (scripted: /help, echo)",
+            f"  Data        {data_dir}",
+            f"  Terminal    {chat_command}",
+            "",
+            "Press Ctrl-C to stop.",
+        ]
+    )

@@ -88,12 +88,15 @@ class Runtime:
         self._incoming: list[Received] = []
         self._incoming_ready = asyncio.Event()
         self.ready = asyncio.Event()
+        self.logged_in = asyncio.Event()
 
     # --- lifecycle --------------------------------------------------------------------------
 
     async def open(self) -> None:
         await self.store.open()
         self.session = await self.store.load_session()
+        if self.session is not None:
+            self.logged_in.set()
 
     async def close(self) -> None:
         await self.stop()
@@ -127,6 +130,7 @@ class Runtime:
         body = msgspec.json.decode(response.content, type=wire.LoginResponse)
         self.session = Session(server_url.rstrip("/"), username, body.user_id, body.token)
         await self.store.save_session(self.session)
+        self.logged_in.set()
         return self.session
 
     def _session(self) -> Session:

@@ -40,6 +40,11 @@ class RuntimeStore:
         self._clock = clock
         self._db = SQLiteDatabase(self.path, resources.files(migrations), readers=2, name="runtime")
 
+    @property
+    def db(self) -> SQLiteDatabase:
+        """For components that own tables in this store (host sessions)."""
+        return self._db
+
     async def open(self) -> None:
         await self._db.open()
         self.path.chmod(0o600)  # it holds the AppServer token

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import gc
-from collections.abc import Iterator
 from pathlib import Path
 
 import uvicorn
+
+from lineup.serving import EmbeddedServer
 
 from .app import create_app
 from .storage import SQLiteStorage
@@ -21,14 +20,6 @@ allocates a few dozen short-lived objects (frames, structs, futures)."""
 
 def storage_for(data_dir: Path) -> SQLiteStorage:
     return SQLiteStorage(data_dir / DATABASE_FILE)
-
-
-class EmbeddedServer(uvicorn.Server):
-    """A uvicorn server that leaves signal handling to its host program."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
 
 
 def build_server(
@@ -54,11 +45,3 @@ def build_server(
         timeout_graceful_shutdown=10,
     )
     return (EmbeddedServer if embedded else uvicorn.Server)(config)
-
-
-async def wait_started(server: uvicorn.Server, task: asyncio.Task[None]) -> None:
-    while not server.started:
-        if task.done():
-            task.result()
-            raise RuntimeError("the AppServer stopped during startup")
-        await asyncio.sleep(0.02)

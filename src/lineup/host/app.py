@@ -1,0 +1,341 @@
+"""The Web Reference Host: login, the shell, the host channel. Served by the Runtime.
+
+Everything here is on 127.0.0.1. The browser gets pages, static ES modules and one
+WebSocket; it never gets the AppServer token. Every request carries a strict CSP.
+The host channel refuses a foreign ``Origin`` (cross-site pages), a foreign ``Host``
+(DNS rebinding) and a missing or invalid session cookie.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+import logging
+from collections.abc import Iterable, MutableMapping
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qsl
+
+import msgspec
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from lineup.client import AuthenticationFailed, ClientError
+from lineup.runtime import ConnectionChanged, Runtime, RuntimeEvent, TimelineChanged
+
+from . import channel
+from .sessions import COOKIE, SESSION_TTL, HostSessions
+from .views import item_view
+
+log = logging.getLogger("lineup.host")
+
+_frames = msgspec.json.Decoder(channel.ShellFrame)
+_encode = msgspec.json.encode
+PAGE = 50
+
+
+def csp(frame_origins: Iterable[str] = ()) -> str:
+    frames = " ".join(frame_origins) or "'none'"
+    return "; ".join(
+        [
+            "default-src 'none'",
+            "script-src 'self'",
+            "style-src 'self'",
+            "img-src 'self' data:",
+            "font-src 'self'",
+            "connect-src 'self'",
+            f"frame-src {frames}",
+            "base-uri 'none'",
+            "form-action 'self'",
+            "frame-ancestors 'none'",
+            "require-trusted-types-for 'script'",
+            "trusted-types lineup-html",
+        ]
+    )
+
+
+class SecurityHeaders:
+    """Adds the CSP and friends to every HTTP response."""
+
+    def __init__(self, app: ASGIApp, policy: str) -> None:
+        self.app = app
+        self.headers = [
+            (b"content-security-policy", policy.encode()),
+            (b"x-content-type-options", b"nosniff"),
+            (b"referrer-policy", b"no-referrer"),
+            (b"cross-origin-opener-policy", b"same-origin"),
+            (b"cross-origin-resource-policy", b"same-origin"),
+            (b"x-frame-options", b"DENY"),
+            (b"cache-control", b"no-store"),
+        ]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = list(message.get("headers", [])) + self.headers
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+class WebHost:
+    def __init__(self, runtime: Runtime, *, server_url: str, allowed_hosts: Iterable[str]) -> None:
+        self.runtime = runtime
+        self.server_url = server_url
+        self.allowed_hosts = frozenset(allowed_hosts)
+        self.sessions = HostSessions(runtime.store)
+
+    def origins(self) -> frozenset[str]:
+        return frozenset(f"http://{host}" for host in self.allowed_hosts)
+
+    # --- pages ------------------------------------------------------------------------
+
+    async def index(self, request: Request) -> Response:
+        if not self._host_ok(request.headers.get("host")):
+            return Response("unknown host", status_code=421)
+        if not await self.sessions.valid(request.cookies.get(COOKIE)):
+            return RedirectResponse("/login", status_code=303)
+        page = resources.files(__package__).joinpath("static/index.html").read_text("utf-8")
+        return HTMLResponse(page)
+
+    async def login_page(self, request: Request) -> Response:
+        if not self._host_ok(request.headers.get("host")):
+            return Response("unknown host", status_code=421)
+        return HTMLResponse(_login_html(request.query_params.get("error")))
+
+    async def login(self, request: Request) -> Response:
+        if not self._host_ok(request.headers.get("host")) or not self._origin_ok(
+            request.headers.get("origin")
+        ):
+            return Response("forbidden", status_code=403)
+        form = await _small_form(request)
+        if form is None:
+            return Response("bad form", status_code=400)
+        username = form.get("username", "")[:64]
+        password = form.get("password", "")[:1024]
+        try:
+            await self.runtime.login(self.server_url, username, password)
+        except AuthenticationFailed:
+            return RedirectResponse("/login?error=credentials", status_code=303)
+        except (ClientError, OSError):
+            return RedirectResponse("/login?error=unavailable", status_code=303)
+        return await self._start_session()
+
+    async def one_time(self, request: Request) -> Response:
+        """``/login/link?code=...``: the link ``lineup demo`` prints; works once."""
+        if not self._host_ok(request.headers.get("host")):
+            return Response("unknown host", status_code=421)
+        secret = await self.sessions.redeem_link(request.query_params.get("code"))
+        if secret is None:
+            return RedirectResponse("/login?error=link", status_code=303)
+        return self._with_cookie(RedirectResponse("/", status_code=303), secret)
+
+    async def logout(self, request: Request) -> Response:
+        if not self._origin_ok(request.headers.get("origin")):
+            return Response("forbidden", status_code=403)
+        await self.sessions.end(request.cookies.get(COOKIE))
+        response = RedirectResponse("/login", status_code=303)
+        response.delete_cookie(COOKIE, path="/")
+        return response
+
+    async def _start_session(self) -> Response:
+        secret = await self.sessions.create("session")
+        return self._with_cookie(RedirectResponse("/", status_code=303), secret)
+
+    def _with_cookie(self, response: Response, secret: str) -> Response:
+        response.set_cookie(
+            COOKIE,
+            secret,
+            max_age=int(SESSION_TTL.total_seconds()),
+            path="/",
+            httponly=True,
+            samesite="strict",
+        )
+        return response
+
+    def _host_ok(self, host: str | None) -> bool:
+        return host is not None and host in self.allowed_hosts
+
+    def _origin_ok(self, origin: str | None) -> bool:
+        return origin is not None and origin in self.origins()
+
+    # --- the host channel ------------------------------------------------------------------
+
+    async def host_channel(self, websocket: WebSocket) -> None:
+        headers = websocket.headers
+        if not (
+            self._host_ok(headers.get("host"))
+            and self._origin_ok(headers.get("origin"))
+            and await self.sessions.valid(websocket.cookies.get(COOKIE))
+        ):
+            log.info("host channel refused", extra={"code": "forbidden"})
+            await websocket.close(code=4403)
+            return
+        await websocket.accept()
+        outbox: asyncio.Queue[bytes] = asyncio.Queue(maxsize=10_000)
+
+        def on_event(event: RuntimeEvent) -> None:
+            if isinstance(event, TimelineChanged):
+                frame: Any = channel.ItemChanged(item_view(event.item))
+            elif isinstance(event, ConnectionChanged):
+                frame = channel.ConnectionState(str(event.state))
+            else:
+                return
+            # A tab this far behind is hopeless; it resyncs on reload.
+            with contextlib.suppress(asyncio.QueueFull):
+                outbox.put_nowait(_encode(frame))
+
+        unsubscribe = self.runtime.subscribe(on_event)
+        try:
+            async with asyncio.TaskGroup() as tg:
+                writer = tg.create_task(_pump(websocket, outbox))
+                await self._read_frames(websocket, outbox)
+                writer.cancel()
+        except* (WebSocketDisconnect, RuntimeError):
+            pass
+        finally:
+            unsubscribe()
+
+    async def _read_frames(self, websocket: WebSocket, outbox: asyncio.Queue[bytes]) -> None:
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            data = message.get("text") or ""
+            if len(data) > channel.MAX_FRAME_BYTES:
+                await outbox.put(_encode(channel.ChannelError("too_large", "frame too large")))
+                continue
+            try:
+                frame = _frames.decode(data)
+            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+                message_text = str(exc).splitlines()[0][:200]
+                await outbox.put(_encode(channel.ChannelError("invalid_request", message_text)))
+                continue
+            await outbox.put(await self._answer(frame))
+
+    async def _answer(self, frame: channel.ShellFrame) -> bytes:
+        runtime = self.runtime
+        if isinstance(frame, channel.Hello):
+            session = runtime.session
+            conversations = await runtime.store.conversations()
+            items: list[channel.ItemView] = []
+            for conversation in conversations:
+                timeline = await runtime.store.timeline(conversation.id, limit=PAGE)
+                items.extend(item_view(i) for i in timeline)
+            return _encode(
+                channel.Snapshot(
+                    user_id=session.user_id if session else "",
+                    username=session.username if session else "",
+                    connection=str(runtime.state),
+                    conversations=[
+                        channel.ConversationView(c.id, c.agent_id, c.title) for c in conversations
+                    ],
+                    items=items,
+                )
+            )
+        if isinstance(frame, channel.SendMessage):
+            known = {c.id for c in await runtime.store.conversations()}
+            if frame.conversation_id not in known:
+                return _encode(channel.ChannelError("not_found", "no such conversation"))
+            await runtime.send_message(frame.conversation_id, frame.text)
+            return b""
+        if isinstance(frame, channel.Retry):
+            if await runtime.retry(frame.conversation_id, frame.envelope_id) is None:
+                return _encode(channel.ChannelError("not_failed", "nothing to retry"))
+            return b""
+        page = await runtime.store.timeline(
+            frame.conversation_id, before_seq=frame.before_seq, limit=PAGE
+        )
+        return _encode(
+            channel.HistoryPage(
+                conversation_id=frame.conversation_id,
+                items=[item_view(i) for i in page],
+                complete=len(page) < PAGE,
+            )
+        )
+
+    # --- the ASGI app -------------------------------------------------------------------------
+
+    def asgi(self, *, frame_origins: Iterable[str] = ()) -> ASGIApp:
+        static = StaticFiles(packages=[(__package__, "static")])
+        app = Starlette(
+            routes=[
+                Route("/", self.index, methods=["GET"]),
+                Route("/login", self.login_page, methods=["GET"]),
+                Route("/login", self.login, methods=["POST"]),
+                Route("/login/link", self.one_time, methods=["GET"]),
+                Route("/logout", self.logout, methods=["POST"]),
+                WebSocketRoute("/host", self.host_channel),
+                Mount("/static", app=static, name="static"),
+            ]
+        )
+        return SecurityHeaders(app, csp(frame_origins))
+
+
+async def _small_form(request: Request, limit: int = 8192) -> dict[str, str] | None:
+    """An url-encoded form of at most ``limit`` bytes (the login form), or ``None``."""
+    if request.headers.get("content-type", "").split(";")[0] != "application/x-www-form-urlencoded":
+        return None
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    try:
+        pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, max_num_fields=10)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return dict(pairs)
+
+
+async def _pump(websocket: WebSocket, outbox: asyncio.Queue[bytes]) -> None:
+    while True:
+        data = await outbox.get()
+        if data:
+            await websocket.send_text(data.decode("utf-8"))
+
+
+_ERRORS = {
+    "credentials": "Wrong username or password.",
+    "unavailable": "The server cannot be reached. Try again in a moment.",
+    "link": "That login link has expired or was already used.",
+}
+
+
+def _login_html(error: str | None) -> str:
+    message = _ERRORS.get(error or "", "")
+    notice = f'<p class="error" role="alert">{html.escape(message)}</p>' if message else ""
+    return f"""<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>LineUp · Log in</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="/static/style.css">
+</head>
+<body class="login">
+<main class="login-card">
+<h1>LineUp</h1>
+<p class="subtitle">Log in to talk with your agent.</p>
+{notice}
+<form method="post" action="/login">
+<label>Username <input name="username" autocomplete="username" required maxlength="64"></label>
+<label>Password
+<input name="password" type="password" autocomplete="current-password" required></label>
+<button type="submit">Log in</button>
+</form>
+</main>
+</body>
+</html>
+"""

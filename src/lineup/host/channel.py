@@ -1,0 +1,95 @@
+"""Frames of the host channel: the one WebSocket between the shell and its Runtime.
+
+Everything the shell sends is decoded into these strict types (unknown fields and
+ops refused, sizes bounded) exactly like network input; the shell never sees a raw
+envelope, a token or the store, only views made for display.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from lineup.protocol.fields import ID_PATTERN, MAX_TEXT_CHARS
+
+Id = Annotated[str, msgspec.Meta(pattern=ID_PATTERN)]
+MAX_FRAME_BYTES = 256 * 1024
+
+
+class _In(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, tag_field="op"):
+    pass
+
+
+class Hello(_In, frozen=True, tag="hello"):
+    """Sent first: the Runtime answers with a snapshot."""
+
+
+class SendMessage(_In, frozen=True, tag="send"):
+    conversation_id: Id
+    text: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_TEXT_CHARS)]
+
+
+class Retry(_In, frozen=True, tag="retry"):
+    conversation_id: Id
+    envelope_id: Id
+
+
+class History(_In, frozen=True, tag="history"):
+    conversation_id: Id
+    before_seq: Annotated[int, msgspec.Meta(ge=1)]
+
+
+ShellFrame = Hello | SendMessage | Retry | History
+
+
+class ItemView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One timeline row, ready to display."""
+
+    key: int
+    conversation_id: str
+    envelope_id: str
+    seq: int | None
+    kind: Literal["message", "status", "progress", "error", "unsupported"]
+    sender: Literal["agent", "user", "runtime"]
+    sender_id: str = ""
+    state: str
+    error_code: str | None = None
+    created_at: str
+    html: str | None = None
+    """Sanitized HTML (messages): the only HTML the shell ever inserts."""
+    data: dict[str, Any] = msgspec.field(default_factory=dict)
+    """Plain fields for status/progress/error rows, rendered as text."""
+
+
+class ConversationView(msgspec.Struct, frozen=True):
+    id: str
+    agent_id: str
+    title: str
+
+
+class Snapshot(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="snapshot"):
+    user_id: str
+    username: str
+    connection: str
+    conversations: list[ConversationView]
+    items: list[ItemView]
+
+
+class ItemChanged(msgspec.Struct, frozen=True, tag_field="op", tag="item"):
+    item: ItemView
+
+
+class ConnectionState(msgspec.Struct, frozen=True, tag_field="op", tag="connection"):
+    state: str
+
+
+class HistoryPage(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="history"):
+    conversation_id: str
+    items: list[ItemView]
+    complete: bool
+
+
+class ChannelError(msgspec.Struct, frozen=True, tag_field="op", tag="error"):
+    code: str
+    message: str

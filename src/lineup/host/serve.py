@@ -1,0 +1,72 @@
+"""Run a Runtime and its Web Host together (``lineup client``, ``lineup demo``)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import uvicorn
+
+from lineup.runtime import Runtime
+from lineup.serving import EmbeddedServer, wait_started
+
+from .app import WebHost
+
+
+def build_host_server(
+    runtime: Runtime, *, server_url: str, host: str = "127.0.0.1", port: int = 8766
+) -> tuple[WebHost, uvicorn.Server]:
+    """The host's uvicorn server; the caller runs ``runtime.run()`` beside it."""
+    web = WebHost(runtime, server_url=server_url, allowed_hosts=_hosts(host, port))
+    config = uvicorn.Config(
+        web.asgi(),
+        host=host,
+        port=port,
+        loop="uvloop",
+        http="httptools",
+        ws="websockets-sansio",
+        lifespan="off",
+        access_log=False,
+        log_config=None,
+        ws_max_size=512 * 1024,
+    )
+    return web, EmbeddedServer(config)
+
+
+def _hosts(host: str, port: int) -> set[str]:
+    names = {host}
+    if host in ("127.0.0.1", "localhost"):
+        names |= {"127.0.0.1", "localhost"}
+    return {f"{name}:{port}" for name in names}
+
+
+def conversation_id_for(user_id: str, agent_id: str) -> str:
+    """The conversation a person has with an agent by default (stable, so retry-safe)."""
+    return f"chat.{user_id}.{agent_id}"[:128]
+
+
+async def run_client(
+    runtime: Runtime,
+    server: uvicorn.Server,
+    *,
+    agent_id: str | None = None,
+) -> None:
+    """Serve the host; once logged in, open the default conversation and sync.
+
+    Runs until cancelled. Logging in happens on the host's login page (or before,
+    as ``lineup demo`` does); the sync loop starts as soon as there is a session.
+    """
+    async with asyncio.TaskGroup() as tg:
+        server_task = tg.create_task(server.serve())
+        await wait_started(server, server_task)
+        await runtime.logged_in.wait()
+        session = runtime.session
+        if agent_id is not None and session is not None:
+            await runtime.open_conversation(
+                agent_id,
+                conversation_id=conversation_id_for(session.user_id, agent_id),
+                title="Chat",
+            )
+        try:
+            await runtime.run()
+        finally:
+            server.should_exit = True

@@ -1,0 +1,254 @@
+// LineUp shell: the Interact IM view. It renders what the Runtime sends over the
+// host channel and sends back only intents (send, retry, history). The only HTML it
+// inserts is message HTML the Runtime already sanitized, through a Trusted Types
+// policy; everything else is built with textContent.
+
+const policy = window.trustedTypes
+  ? window.trustedTypes.createPolicy("lineup-html", { createHTML: (html) => html })
+  : { createHTML: (html) => html };
+
+const $ = (id) => document.getElementById(id);
+const state = {
+  conversation: null,
+  userId: "",
+  items: new Map(), // key -> item
+  socket: null,
+  retryDelay: 250,
+  loadingOlder: false,
+  complete: false,
+};
+
+const CONNECTION_TEXT = {
+  connecting: "Connecting…",
+  connected: "Connected",
+  reconnecting: "Reconnecting…",
+  offline: "Offline",
+  shell: "Runtime unreachable",
+};
+
+function setConnection(name) {
+  const element = $("connection");
+  element.dataset.state = name;
+  element.textContent = CONNECTION_TEXT[name] || name;
+}
+
+function initials(name) {
+  const letters = (name || "?").replace(/[^A-Za-z0-9]/g, " ").trim().split(/\s+/);
+  return (letters[0]?.[0] || "?").toUpperCase() + (letters[1]?.[0] || "").toUpperCase();
+}
+
+function time(iso) {
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return "";
+  return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+}
+
+const STATE_TEXT = { sending: "Sending…", sent: "Sent", failed: "Not sent", received: "" };
+
+function renderItem(item) {
+  const li = document.createElement("li");
+  li.className = `item ${item.kind} from-${item.sender} state-${item.state}`;
+  li.dataset.key = String(item.key);
+  li.dataset.envelopeId = item.envelope_id;
+  li.dataset.state = item.state;
+  if (item.kind === "message") {
+    const avatar = document.createElement("span");
+    avatar.className = `avatar ${item.sender}`;
+    avatar.setAttribute("aria-hidden", "true");
+    avatar.textContent = initials(item.sender === "user" ? "You" : item.sender_id);
+    const bubble = document.createElement("div");
+    bubble.className = "bubble";
+    const body = document.createElement("div");
+    body.className = "body";
+    body.innerHTML = policy.createHTML(item.html || "");
+    const meta = document.createElement("div");
+    meta.className = "meta";
+    const when = document.createElement("time");
+    when.dateTime = item.created_at;
+    when.textContent = time(item.created_at);
+    meta.append(when);
+    if (item.sender === "user") {
+      const delivery = document.createElement("span");
+      delivery.className = "delivery";
+      delivery.textContent = STATE_TEXT[item.state] || item.state;
+      meta.append(delivery);
+      if (item.state === "failed") {
+        const retry = document.createElement("button");
+        retry.type = "button";
+        retry.className = "retry";
+        retry.textContent = "Retry";
+        retry.addEventListener("click", () =>
+          send({ op: "retry", conversation_id: item.conversation_id, envelope_id: item.envelope_id }),
+        );
+        meta.append(retry);
+      }
+    }
+    bubble.append(body, meta);
+    li.append(avatar, bubble);
+  } else if (item.kind === "status") {
+    li.textContent = item.data.text || item.data.state;
+  } else if (item.kind === "progress") {
+    const label = document.createElement("span");
+    label.textContent = item.data.label || "Working";
+    const bar = document.createElement("progress");
+    if (item.data.total) {
+      bar.max = item.data.total;
+      bar.value = item.data.current;
+    }
+    li.append(label, bar);
+  } else if (item.kind === "error") {
+    li.setAttribute("role", "alert");
+    li.textContent = `${item.data.message} (${item.data.code})`;
+  } else {
+    li.textContent = "This message needs a newer LineUp to be shown.";
+  }
+  return li;
+}
+
+function order(a, b) {
+  // Stored items in sequence order; items not yet stored after them, oldest first.
+  if (a.seq != null && b.seq != null) return a.seq - b.seq;
+  if (a.seq != null) return -1;
+  if (b.seq != null) return 1;
+  return a.key - b.key;
+}
+
+function redraw() {
+  const list = $("items");
+  const timeline = $("timeline");
+  const atBottom = timeline.scrollHeight - timeline.scrollTop - timeline.clientHeight < 80;
+  const items = [...state.items.values()]
+    .filter((item) => !state.conversation || item.conversation_id === state.conversation.id)
+    .filter((item) => item.kind !== "status" || isLatestStatus(item))
+    .sort(order);
+  list.replaceChildren(...items.map(renderItem));
+  $("empty").hidden = items.length > 0;
+  const first = items.find((item) => item.seq != null);
+  $("older").hidden = state.complete || !first || first.seq <= 1;
+  if (atBottom) timeline.scrollTop = timeline.scrollHeight;
+}
+
+function isLatestStatus(item) {
+  let latest = null;
+  for (const other of state.items.values()) {
+    if (other.kind === "status" && (!latest || order(latest, other) < 0)) latest = other;
+  }
+  return latest === item && item.data.state !== "idle" && item.data.state !== "done";
+}
+
+function upsert(item) {
+  state.items.set(item.key, item);
+}
+
+function send(frame) {
+  if (state.socket && state.socket.readyState === WebSocket.OPEN) {
+    state.socket.send(JSON.stringify(frame));
+    return true;
+  }
+  return false;
+}
+
+function onFrame(frame) {
+  switch (frame.op) {
+    case "snapshot":
+      state.userId = frame.user_id;
+      state.conversation = frame.conversations[0] || null;
+      state.items.clear();
+      state.complete = false;
+      frame.items.forEach(upsert);
+      if (state.conversation) {
+        $("conversation-title").textContent = state.conversation.title || "Chat";
+        $("agent-name").textContent = state.conversation.agent_id;
+        $("agent-avatar").textContent = initials(state.conversation.agent_id);
+      }
+      setConnection(frame.connection);
+      redraw();
+      break;
+    case "item":
+      upsert(frame.item);
+      redraw();
+      break;
+    case "connection":
+      setConnection(frame.state);
+      break;
+    case "history": {
+      const timeline = $("timeline");
+      const before = timeline.scrollHeight;
+      frame.items.forEach(upsert);
+      state.complete = frame.complete;
+      state.loadingOlder = false;
+      redraw();
+      timeline.scrollTop += timeline.scrollHeight - before;
+      break;
+    }
+    case "error":
+      console.warn(`runtime: ${frame.code}`);
+      break;
+    default:
+      break;
+  }
+}
+
+function connect() {
+  const socket = new WebSocket(`ws://${location.host}/host`);
+  state.socket = socket;
+  socket.addEventListener("open", () => {
+    state.retryDelay = 250;
+    socket.send(JSON.stringify({ op: "hello" }));
+  });
+  socket.addEventListener("message", (event) => onFrame(JSON.parse(event.data)));
+  socket.addEventListener("close", (event) => {
+    state.socket = null;
+    if (event.code === 4403) {
+      location.assign("/login");
+      return;
+    }
+    setConnection("shell");
+    const delay = state.retryDelay * (0.5 + Math.random() / 2);
+    state.retryDelay = Math.min(state.retryDelay * 2, 5000);
+    setTimeout(connect, delay);
+  });
+}
+
+function submit() {
+  const input = $("input");
+  const text = input.value;
+  if (!text.trim() || !state.conversation) return;
+  if (send({ op: "send", conversation_id: state.conversation.id, text })) {
+    input.value = "";
+    resize();
+  }
+}
+
+function resize() {
+  const input = $("input");
+  input.style.height = "auto";
+  input.style.height = `${Math.min(input.scrollHeight, 160)}px`;
+}
+
+function loadOlder() {
+  if (state.loadingOlder || !state.conversation) return;
+  const first = [...state.items.values()]
+    .filter((item) => item.seq != null)
+    .sort(order)[0];
+  if (!first || first.seq <= 1) return;
+  state.loadingOlder = true;
+  send({ op: "history", conversation_id: state.conversation.id, before_seq: first.seq });
+}
+
+$("composer").addEventListener("submit", (event) => {
+  event.preventDefault();
+  submit();
+});
+$("input").addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    submit();
+  }
+});
+$("input").addEventListener("input", resize);
+$("older").addEventListener("click", loadOlder);
+$("timeline").addEventListener("scroll", () => {
+  if ($("timeline").scrollTop < 40) loadOlder();
+});
+connect();

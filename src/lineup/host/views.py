@@ -1,0 +1,78 @@
+"""Timeline rows as the shell shows them: messages as sanitized HTML, the rest as data."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Literal
+
+from lineup.protocol import (
+    Envelope,
+    ErrorEnvelope,
+    MessageEnvelope,
+    ProgressEnvelope,
+    StatusEnvelope,
+    decode,
+)
+from lineup.runtime.markdown import render_markdown, render_plain
+from lineup.runtime.records import TimelineItem
+
+from .channel import ItemView
+
+Kind = Literal["message", "status", "progress", "error", "unsupported"]
+Sender = Literal["agent", "user", "runtime"]
+
+
+@functools.lru_cache(maxsize=4096)
+def _message_html(text: str, plain: bool) -> str:
+    """Rendered once per distinct message: every tab, snapshot and page reuses it."""
+    return render_plain(text) if plain else render_markdown(text)
+
+
+def item_view(item: TimelineItem) -> ItemView:
+    envelope = decode(item.body)
+    html: str | None = None
+    data: dict[str, Any] = {}
+    sender_id = ""
+    kind: Kind
+    if isinstance(envelope, MessageEnvelope):
+        kind = "message"
+        text = envelope.payload.text
+        html = _message_html(text, envelope.payload.format == "plain")
+    elif isinstance(envelope, StatusEnvelope):
+        kind = "status"
+        data = {"state": envelope.payload.state, "text": envelope.payload.text or ""}
+    elif isinstance(envelope, ProgressEnvelope):
+        kind = "progress"
+        p = envelope.payload
+        data = {
+            "progress_id": p.progress_id,
+            "state": p.state,
+            "current": p.current,
+            "total": p.total,
+            "label": p.label or "",
+        }
+    elif isinstance(envelope, ErrorEnvelope):
+        kind = "error"
+        data = {"code": envelope.payload.code, "message": envelope.payload.message}
+    else:
+        kind = "unsupported"
+        data = {"type": item.type[:128]}
+    if isinstance(envelope, Envelope):
+        sender_id = envelope.sender.id
+    sender: Sender = "runtime"
+    if item.sender_kind in ("agent", "user"):
+        sender = "agent" if item.sender_kind == "agent" else "user"
+    return ItemView(
+        key=item.id,
+        conversation_id=item.conversation_id,
+        envelope_id=item.envelope_id,
+        seq=item.seq,
+        kind=kind,
+        sender=sender,
+        sender_id=sender_id,
+        state=item.state,
+        error_code=item.error_code,
+        created_at=item.created_at,
+        html=html,
+        data=data,
+    )

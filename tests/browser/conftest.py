@@ -1,0 +1,66 @@
+"""Fixtures for the browser tests: see tests/support/browser.py for why each test gets its
+own Chromium. ``page`` is a fresh 1280x800 context and page; ``page_watch`` holds what
+went wrong on it; ``screenshot(name)`` saves it under test-artifacts/screenshots/. A test
+that fails also leaves a ``<test>--failed.png`` there."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Browser, Page
+
+from tests.support.browser import PageWatch, launch_chromium, new_watched_page, save_screenshot
+
+Screenshot = Callable[[str], Awaitable[Path]]
+
+_call_report = pytest.StashKey[pytest.TestReport]()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.when == "call":
+        item.stash[_call_report] = report
+    return report
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    async with launch_chromium() as launched:
+        yield launched
+
+
+@pytest.fixture
+async def _watched_page(
+    browser: Browser, request: pytest.FixtureRequest
+) -> AsyncIterator[tuple[Page, PageWatch]]:
+    context, page, watch = await new_watched_page(browser)
+    yield page, watch
+    try:
+        report = request.node.stash.get(_call_report, None)
+        if report is not None and report.failed:
+            await save_screenshot(page, request.node.name, "failed")
+    finally:
+        await context.close()
+
+
+@pytest.fixture
+def page(_watched_page: tuple[Page, PageWatch]) -> Page:
+    return _watched_page[0]
+
+
+@pytest.fixture
+def page_watch(_watched_page: tuple[Page, PageWatch]) -> PageWatch:
+    return _watched_page[1]
+
+
+@pytest.fixture
+def screenshot(page: Page, request: pytest.FixtureRequest) -> Screenshot:
+    async def take(name: str) -> Path:
+        return await save_screenshot(page, request.node.name, name)
+
+    return take
