@@ -12,6 +12,9 @@ import pytest
 from playwright.async_api import Browser, Page
 
 from tests.support.browser import PageWatch, launch_chromium, new_watched_page, save_screenshot
+from tests.support.webhost import client, client_own_server
+
+__all__ = ["client", "client_own_server"]
 
 Screenshot = Callable[[str], Awaitable[Path]]
 

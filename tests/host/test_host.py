@@ -9,7 +9,7 @@ import httpx
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from tests.host.conftest import Client
+from tests.support.webhost import Client
 
 
 async def test_pages_need_a_session_and_carry_a_strict_csp(client: Client) -> None:

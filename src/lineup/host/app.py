@@ -68,7 +68,7 @@ class SecurityHeaders:
         self.headers = [
             (b"content-security-policy", policy.encode()),
             (b"x-content-type-options", b"nosniff"),
-            (b"referrer-policy", b"no-referrer"),
+            (b"referrer-policy", b"same-origin"),  # no-referrer would turn Origin into "null"
             (b"cross-origin-opener-policy", b"same-origin"),
             (b"cross-origin-resource-policy", b"same-origin"),
             (b"x-frame-options", b"DENY"),

@@ -1,0 +1,124 @@
+"""Interact's IM in a real Chromium: log in, send, replies, reload, tabs, hostile Markdown."""
+
+from __future__ import annotations
+
+from playwright.async_api import Browser, Page, expect
+
+from tests.browser.conftest import Screenshot
+from tests.runtime.xss_corpus import XSS_CORPUS
+from tests.support.appserver import AppServerProcess
+from tests.support.browser import PageWatch
+from tests.support.webhost import Client
+
+
+async def log_in(page: Page, client: Client) -> None:
+    await page.goto(client.url + "/")
+    await expect(page).to_have_url(client.url + "/login")
+    await page.fill("input[name=username]", client.pair.user_name)
+    await page.fill("input[name=password]", "correct horse battery")
+    await page.click("button[type=submit]")
+    await expect(page.locator("#connection")).to_have_attribute("data-state", "connected")
+
+
+async def test_log_in_send_see_local_echo_then_the_agents_reply(
+    page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
+) -> None:
+    await log_in(page, client)
+    await expect(page.locator("#empty")).to_be_visible()
+    await page.fill("#input", "Hello **agent**")
+    await page.keyboard.press("Enter")
+    mine = page.locator(".item.from-user").last
+    await expect(mine.locator(".body strong")).to_have_text("agent")
+    await expect(mine).to_have_attribute("data-state", "sent")
+    await expect(mine.locator(".delivery")).to_have_text("Sent")
+    conversation = (await client.runtime.store.conversations())[0].id
+    await client.pair.agent.send_text(
+        conversation, "Here is `code` and a [link](https://example.com)."
+    )
+    reply = page.locator(".item.from-agent").last
+    await expect(reply.locator(".body code")).to_have_text("code")
+    await expect(reply.locator(".body a")).to_have_attribute("rel", "noopener noreferrer nofollow")
+    assert await page.locator("#input").input_value() == ""
+    await screenshot("conversation")
+    page_watch.assert_clean()
+
+
+async def test_offline_then_online_queues_and_then_sends(
+    page: Page, client_own_server: Client, own_appserver: AppServerProcess, screenshot: Screenshot
+) -> None:
+    client = client_own_server
+    await log_in(page, client)
+    own_appserver.kill()
+    await expect(page.locator("#connection")).to_have_attribute("data-state", "reconnecting")
+    await page.fill("#input", "queued while offline")
+    await page.keyboard.press("Enter")
+    mine = page.locator(".item.from-user").last
+    await expect(mine).to_have_attribute("data-state", "sending")
+    await expect(mine.locator(".delivery")).to_have_text("Sending…")
+    await screenshot("offline-sending")
+    own_appserver.start()
+    await expect(page.locator("#connection")).to_have_attribute(
+        "data-state", "connected", timeout=20_000
+    )
+    await expect(mine).to_have_attribute("data-state", "sent", timeout=20_000)
+    conversation = (await client.runtime.store.conversations())[0].id
+    texts = [
+        s["envelope"]["payload"]["text"] for s in await client.pair.agent.read_all(conversation)
+    ]
+    assert texts == ["queued while offline"]
+    await screenshot("back-online")
+
+
+async def test_reload_keeps_history_and_two_tabs_stay_in_sync(
+    browser: Browser, page: Page, page_watch: PageWatch, client: Client
+) -> None:
+    await log_in(page, client)
+    await page.fill("#input", "first")
+    await page.keyboard.press("Enter")
+    await expect(page.locator(".item.from-user")).to_have_count(1)
+    second = await page.context.new_page()
+    await second.goto(client.url + "/")
+    await expect(second.locator(".item.from-user")).to_have_count(1)
+    await second.fill("#input", "from the second tab")
+    await second.keyboard.press("Enter")
+    await expect(page.locator(".item.from-user .body").last).to_have_text("from the second tab")
+    await page.reload()
+    await expect(page.locator(".item.from-user")).to_have_count(2)
+    await expect(page.locator(".item.from-user").first).to_have_attribute("data-state", "sent")
+    await second.close()
+    page_watch.assert_clean()
+
+
+def _sendable(text: str) -> bool:
+    """Lone surrogates cannot travel as UTF-8: the protocol refuses them upstream."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+WIRE_CORPUS = [markdown for _, markdown in XSS_CORPUS if _sendable(markdown)]
+
+
+async def test_hostile_markdown_renders_inert(
+    page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
+) -> None:
+    await page.add_init_script(
+        "window.__xssHits = []; window.__xss = (name) => window.__xssHits.push(name);"
+    )
+    await log_in(page, client)
+    conversation = (await client.runtime.store.conversations())[0].id
+    for markdown in WIRE_CORPUS:
+        await client.pair.agent.send_text(conversation, markdown)
+    await expect(page.locator(".item.from-agent")).to_have_count(len(WIRE_CORPUS), timeout=30_000)
+    # Hover and click over everything that became a link: nothing may run or leave.
+    for link in await page.locator(".item .body a").all():
+        await link.hover()
+    assert await page.evaluate("window.__xssHits") == []
+    assert (
+        await page.locator(".item .body script, .item .body img, .item .body iframe").count() == 0
+    )
+    assert not page_watch.blocked_requests, page_watch.blocked_requests
+    await screenshot("hostile-markdown")
+    page_watch.assert_clean()

@@ -1,0 +1,74 @@
+"""A Runtime and its Web Host, in-process on a loopback port, against a real AppServer."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from lineup.client import Backoff
+from lineup.host.app import WebHost
+from lineup.host.serve import build_host_server, run_client
+from lineup.runtime import Runtime
+from tests.conftest import Pair, make_pair
+from tests.support.appserver import AppServerProcess, free_port
+
+
+@dataclass
+class Client:
+    runtime: Runtime
+    web: WebHost
+    url: str
+    pair: Pair
+
+    @property
+    def origin(self) -> str:
+        return self.url
+
+    async def session_cookie(self) -> str:
+        link = await self.web.sessions.create("link")
+        async with httpx.AsyncClient(base_url=self.url) as http:
+            response = await http.get(f"/login/link?code={link}")
+        assert response.status_code == 303
+        return response.cookies["lineup_session"]
+
+
+@asynccontextmanager
+async def serving(server: AppServerProcess, pair: Pair, data_dir: Path) -> AsyncIterator[Client]:
+    runtime = Runtime(data_dir, backoff=Backoff(base=0.05, cap=0.3))
+    await runtime.open()
+    await runtime.login(server.url, pair.user_name, "correct horse battery")
+    port = free_port()
+    web, host_server = build_host_server(runtime, server_url=server.url, port=port)
+    task = asyncio.create_task(run_client(runtime, host_server, agent_id=pair.agent.id))
+    await asyncio.wait_for(runtime.ready.wait(), 15)
+    try:
+        yield Client(runtime, web, f"http://127.0.0.1:{port}", pair)
+    finally:
+        await runtime.stop()
+        await asyncio.wait_for(task, 15)
+        await runtime.close()
+
+
+@pytest.fixture
+async def client(pair: Pair, appserver: AppServerProcess, tmp_path: Path) -> AsyncIterator[Client]:
+    """A Runtime + Web Host for ``pair``'s user on the shared AppServer."""
+    async with serving(appserver, pair, tmp_path / "runtime") as made:
+        yield made
+
+
+@pytest.fixture
+async def client_own_server(
+    own_appserver: AppServerProcess, tmp_path: Path
+) -> AsyncIterator[Client]:
+    """The same, on an AppServer this test may kill and restart."""
+    pair = await make_pair(own_appserver)
+    async with serving(own_appserver, pair, tmp_path / "runtime") as made:
+        yield made
+    await pair.user.aclose()
+    await pair.agent.aclose()
