@@ -123,6 +123,42 @@ def demo(data_dir: Path | None, host: str, port: int, web_port: int) -> None:
         )
 
 
+# --- lineup client -----------------------------------------------------------------------------
+
+
+@main.command()
+@click.option(
+    "--server", "server_url", required=True, help="The AppServer, e.g. https://lineup.example."
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="[default: ~/.local/share/lineup/client]",
+)
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8766, show_default=True, type=int, help="Web Host port.")
+@click.option(
+    "--agent", "agent_id", default=None, help="Open a conversation with this agent after login."
+)
+def client(
+    server_url: str, data_dir: Path | None, host: str, port: int, agent_id: str | None
+) -> None:
+    """Run your Runtime and the Web Host against an AppServer; log in in the browser."""
+    from .host.serve import run_standalone
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(
+            run_standalone(
+                data_dir or default_data_dir("client"),
+                server_url=server_url.rstrip("/"),
+                host=host,
+                port=port,
+                agent_id=agent_id,
+            )
+        )
+
+
 # --- lineup chat -----------------------------------------------------------------------------
 
 

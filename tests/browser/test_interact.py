@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from playwright.async_api import Browser, Page, expect
 
 from tests.browser.conftest import Screenshot
+from tests.conftest import make_pair
 from tests.runtime.xss_corpus import XSS_CORPUS
 from tests.support.appserver import AppServerProcess
 from tests.support.browser import PageWatch
-from tests.support.webhost import Client
+from tests.support.webhost import Client, serving
 
 
 async def log_in(page: Page, client: Client) -> None:
@@ -122,3 +125,54 @@ async def test_hostile_markdown_renders_inert(
     assert not page_watch.blocked_requests, page_watch.blocked_requests
     await screenshot("hostile-markdown")
     page_watch.assert_clean()
+
+
+async def test_a_runtime_restart_keeps_history_and_drains_the_outbox(
+    page: Page, own_appserver: AppServerProcess, tmp_path: Path, screenshot: Screenshot
+) -> None:
+    pair = await make_pair(own_appserver)
+    data_dir = tmp_path / "runtime"
+    async with serving(own_appserver, pair, data_dir) as client:
+        await log_in(page, client)
+        await page.fill("#input", "before the restart")
+        await page.keyboard.press("Enter")
+        await expect(page.locator(".item.from-user").last).to_have_attribute("data-state", "sent")
+        own_appserver.kill()
+        await expect(page.locator("#connection")).to_have_attribute("data-state", "reconnecting")
+        await page.fill("#input", "queued, then the Runtime stops")
+        await page.keyboard.press("Enter")
+        await expect(page.locator(".item.from-user").last).to_have_attribute(
+            "data-state", "sending"
+        )
+    await expect(page.locator("#connection")).to_have_attribute("data-state", "shell")
+    own_appserver.start()
+    async with serving(own_appserver, pair, data_dir) as restarted:
+        # The browser session lives in the Runtime's store: no new login.
+        await page.goto(restarted.url + "/")
+        mine = page.locator(".item.from-user")
+        await expect(mine).to_have_count(2)
+        await expect(mine.last).to_have_attribute("data-state", "sent", timeout=20_000)
+        await screenshot("after-restart")
+        conversation = (await restarted.runtime.store.conversations())[0].id
+        texts = [s["envelope"]["payload"]["text"] for s in await pair.agent.read_all(conversation)]
+    assert texts == ["before the restart", "queued, then the Runtime stops"]
+    await pair.user.aclose()
+    await pair.agent.aclose()
+
+
+async def test_scrolling_back_pages_through_history(page: Page, client: Client) -> None:
+    conversation = (await client.runtime.store.conversations())[0].id
+    for n in range(120):
+        await client.pair.agent.send_text(conversation, f"old message {n}")
+    await client.wait_for_items(conversation, 120)
+    await log_in(page, client)
+    agent_items = page.locator(".item.from-agent")
+    await expect(agent_items).to_have_count(50)
+    await expect(agent_items.first.locator(".body")).to_have_text("old message 70")
+    older = page.locator("#older")
+    await older.click()
+    await expect(agent_items).to_have_count(100)
+    await older.click()
+    await expect(agent_items).to_have_count(120)
+    await expect(agent_items.first.locator(".body")).to_have_text("old message 0")
+    await expect(older).to_be_hidden()

@@ -30,6 +30,20 @@ class Client:
     def origin(self) -> str:
         return self.url
 
+    async def wait_for_items(self, conversation_id: str, count: int) -> None:
+        """Wait (on Runtime events, not time) until the store holds ``count`` items."""
+        changed = asyncio.Event()
+        unsubscribe = self.runtime.subscribe(lambda _event: changed.set())
+        try:
+            async with asyncio.timeout(30):
+                while (
+                    len(await self.runtime.store.timeline(conversation_id, limit=count + 1)) < count
+                ):
+                    changed.clear()
+                    await changed.wait()
+        finally:
+            unsubscribe()
+
     async def session_cookie(self) -> str:
         link = await self.web.sessions.create("link")
         async with httpx.AsyncClient(base_url=self.url) as http:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import signal
+from pathlib import Path
 
 import uvicorn
 
@@ -70,3 +72,34 @@ async def run_client(
             await runtime.run()
         finally:
             server.should_exit = True
+
+
+async def run_standalone(
+    data_dir: Path, *, server_url: str, host: str, port: int, agent_id: str | None
+) -> None:
+    """``lineup client``: until Ctrl-C or SIGTERM; the outbox stays on disk."""
+    runtime = Runtime(data_dir)
+    await runtime.open()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        web, server = build_host_server(runtime, server_url=server_url, host=host, port=port)
+        async with asyncio.TaskGroup() as tg:
+            task = tg.create_task(run_client(runtime, server, agent_id=agent_id))
+            await wait_started(server, task)
+            where = f"http://{host}:{port}"
+            if runtime.session is None:
+                print(f"LineUp is running: log in at {where}/login", flush=True)
+            else:
+                link = await web.sessions.create("link")
+                print(f"LineUp is running: open {where}/login/link?code={link}", flush=True)
+            await stop.wait()
+            if runtime.logged_in.is_set():
+                await runtime.stop()
+            else:
+                task.cancel()
+            server.should_exit = True
+    finally:
+        await runtime.close()
