@@ -55,16 +55,20 @@ class EventLog:
 
     async def until(self, condition: Callable[[], object], within: float = 20) -> None:
         async with asyncio.timeout(within):
-            while not condition():
-                self._changed.clear()
+            while True:
+                self._changed.clear()  # before looking, so no event slips between
+                if condition():
+                    return
                 await self._changed.wait()
 
     async def until_async(
         self, condition: Callable[[], Awaitable[object]], within: float = 20
     ) -> None:
         async with asyncio.timeout(within):
-            while not await condition():
+            while True:
                 self._changed.clear()
+                if await condition():
+                    return
                 await self._changed.wait()
 
     def failures(self, envelope_id: str) -> list[str | None]:

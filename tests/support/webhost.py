@@ -36,10 +36,11 @@ class Client:
         unsubscribe = self.runtime.subscribe(lambda _event: changed.set())
         try:
             async with asyncio.timeout(30):
-                while (
-                    len(await self.runtime.store.timeline(conversation_id, limit=count + 1)) < count
-                ):
-                    changed.clear()
+                while True:
+                    changed.clear()  # before looking, so no event slips between
+                    items = await self.runtime.store.timeline(conversation_id, limit=count + 1)
+                    if len(items) >= count:
+                        return
                     await changed.wait()
         finally:
             unsubscribe()
