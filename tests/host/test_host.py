@@ -134,7 +134,25 @@ async def test_host_channel_snapshot_send_and_bad_frames(client: Client) -> None
                 states.append(frame["item"]["state"])
                 assert frame["item"]["html"] == "<p>hi <em>you</em></p>\n"
         assert states[0] == "sending"
+        await client.pair.agent.send_text(conversation, "a reply")
+        while True:
+            frame = json.loads(await asyncio.wait_for(ws.recv(), 15))
+            if frame["op"] == "item" and frame["item"]["sender"] == "agent":
+                assert frame["item"]["unread"] is True
+                break
+        assert len(await client.runtime.store.inbox("chat")) == 1
+        seen = {
+            "op": "seen",
+            "conversation_id": conversation,
+            "envelope_ids": [frame["item"]["envelope_id"]],
+        }
+        await ws.send(json.dumps(seen))
+        await ws.send(json.dumps({"op": "hello"}))  # answered after `seen` is applied
+        snapshot = json.loads(await asyncio.wait_for(ws.recv(), 15))
+        assert snapshot["op"] == "snapshot"
+        assert not any(item.get("unread") for item in snapshot["items"])
+        assert await client.runtime.store.inbox("chat") == []
     texts = [
         s["envelope"]["payload"]["text"] for s in await client.pair.agent.read_all(conversation)
     ]
-    assert texts == ["hi *you*"]
+    assert texts == ["hi *you*", "a reply"]

@@ -27,7 +27,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from lineup.client import AuthenticationFailed, ClientError
-from lineup.runtime import ConnectionChanged, Runtime, RuntimeEvent, TimelineChanged
+from lineup.runtime import (
+    DEFAULT_SCOPE,
+    ConnectionChanged,
+    Runtime,
+    RuntimeEvent,
+    TimelineChanged,
+)
 
 from . import channel
 from .sessions import COOKIE, SESSION_TTL, HostSessions
@@ -186,7 +192,8 @@ class WebHost:
 
         def on_event(event: RuntimeEvent) -> None:
             if isinstance(event, TimelineChanged):
-                frame: Any = channel.ItemChanged(item_view(event.item))
+                fresh = event.item.sender_kind == "agent" and event.item.state == "received"
+                frame: Any = channel.ItemChanged(item_view(event.item, unread=fresh))
             elif isinstance(event, ConnectionChanged):
                 frame = channel.ConnectionState(str(event.state))
             else:
@@ -229,9 +236,15 @@ class WebHost:
             session = runtime.session
             conversations = await runtime.store.conversations()
             items: list[channel.ItemView] = []
+            unread = {
+                (i.conversation_id, i.envelope_id) for i in await runtime.store.inbox(DEFAULT_SCOPE)
+            }
             for conversation in conversations:
                 timeline = await runtime.store.timeline(conversation.id, limit=PAGE)
-                items.extend(item_view(i) for i in timeline)
+                items.extend(
+                    item_view(i, unread=(i.conversation_id, i.envelope_id) in unread)
+                    for i in timeline
+                )
             return _encode(
                 channel.Snapshot(
                     user_id=session.user_id if session else "",
@@ -248,6 +261,11 @@ class WebHost:
             if frame.conversation_id not in known:
                 return _encode(channel.ChannelError("not_found", "no such conversation"))
             await runtime.send_message(frame.conversation_id, frame.text)
+            return b""
+        if isinstance(frame, channel.Seen):
+            await runtime.store.inbox_ack_envelopes(
+                DEFAULT_SCOPE, frame.conversation_id, frame.envelope_ids
+            )
             return b""
         if isinstance(frame, channel.Retry):
             if await runtime.retry(frame.conversation_id, frame.envelope_id) is None:

@@ -40,7 +40,14 @@ class History(_In, frozen=True, tag="history"):
     before_seq: Annotated[int, msgspec.Meta(ge=1)]
 
 
-ShellFrame = Hello | SendMessage | Retry | History
+class Seen(_In, frozen=True, tag="seen"):
+    """Interact has shown these agent envelopes: acknowledge them in its inbox."""
+
+    conversation_id: Id
+    envelope_ids: Annotated[list[Id], msgspec.Meta(min_length=1, max_length=500)]
+
+
+ShellFrame = Hello | SendMessage | Retry | History | Seen
 
 
 class ItemView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -58,6 +65,8 @@ class ItemView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     created_at: str
     html: str | None = None
     """Sanitized HTML (messages): the only HTML the shell ever inserts."""
+    unread: bool = False
+    """An agent envelope still unacknowledged in Interact's inbox."""
     data: dict[str, Any] = msgspec.field(default_factory=dict)
     """Plain fields for status/progress/error rows, rendered as text."""
 

@@ -28,7 +28,7 @@ def _message_html(text: str, plain: bool) -> str:
     return render_plain(text) if plain else render_markdown(text)
 
 
-def item_view(item: TimelineItem) -> ItemView:
+def item_view(item: TimelineItem, *, unread: bool = False) -> ItemView:
     envelope = decode(item.body)
     html: str | None = None
     data: dict[str, Any] = {}
@@ -74,5 +74,6 @@ def item_view(item: TimelineItem) -> ItemView:
         error_code=item.error_code,
         created_at=item.created_at,
         html=html,
+        unread=unread,
         data=data,
     )

@@ -16,6 +16,7 @@ from .runtime import (
     Runtime,
     RuntimeEvent,
     TimelineChanged,
+    classify,
 )
 from .store import RuntimeStore
 
@@ -34,4 +35,5 @@ __all__ = [
     "Session",
     "TimelineChanged",
     "TimelineItem",
+    "classify",
 ]

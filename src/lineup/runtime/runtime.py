@@ -266,7 +266,7 @@ class Runtime:
 
     async def _on_frame(self, frame: wire.ServerFrame) -> None:
         if isinstance(frame, wire.EnvelopeFrame):
-            self._incoming.append(self._classify(frame))
+            self._incoming.append(classify(frame, self._known_scopes))
             self._incoming_ready.set()
         elif isinstance(frame, wire.ConversationFrame):
             record = frame.conversation
@@ -276,33 +276,6 @@ class Runtime:
             self.ready.set()
         elif isinstance(frame, wire.ErrorFrame):
             log.warning("AppServer reported an error", extra={"code": str(frame.error.code)})
-
-    def _classify(self, frame: wire.EnvelopeFrame) -> Received:
-        """Validate what the AppServer sent; a rejection is recorded, never raised."""
-        body = bytes(frame.envelope)
-        result = decode(body)
-        if isinstance(result, Rejection):
-            return Received(frame.conversation_id, frame.seq, body, code=result.code.value)
-        if isinstance(result, Unsupported):
-            code = ErrorCode.UNSUPPORTED_TYPE.value
-            return Received(frame.conversation_id, frame.seq, body, code=code)
-        if result.conversation_id != frame.conversation_id:
-            code = ErrorCode.MALFORMED_ENVELOPE.value
-            return Received(frame.conversation_id, frame.seq, body, code=code)
-        scope = result.target.app_scope if result.target and result.target.app_scope else None
-        scope = scope or DEFAULT_SCOPE
-        if scope not in self._known_scopes:
-            code = ErrorCode.APP_SCOPE_MISMATCH.value
-            return Received(frame.conversation_id, frame.seq, body, code=code)
-        return Received(
-            frame.conversation_id,
-            frame.seq,
-            body,
-            envelope_id=result.id,
-            type=result.type,
-            sender_kind=result.sender.kind,
-            app_scope=scope if result.sender.kind == "agent" else None,
-        )
 
     async def _apply_loop(self) -> None:
         """Apply received envelopes in order, many per transaction."""
@@ -316,6 +289,39 @@ class Runtime:
             self._cursors.update(cursors)
             for item in applied:
                 self._emit(TimelineChanged(item))
+
+
+def classify(frame: wire.EnvelopeFrame, known_scopes: frozenset[str]) -> Received:
+    """Validate what the AppServer sent. Never raises: a rejection is recorded with its
+    code; a well-formed kind this version does not know is kept, to be shown as an
+    "unsupported message" row and never executed."""
+    conversation_id, seq, body = frame.conversation_id, frame.seq, bytes(frame.envelope)
+    result = decode(body)
+    if isinstance(result, Rejection):
+        return Received(conversation_id, seq, body, code=result.code.value)
+    if result.conversation_id != conversation_id:
+        return Received(conversation_id, seq, body, code=ErrorCode.MALFORMED_ENVELOPE.value)
+    if isinstance(result, Unsupported):
+        return Received(
+            conversation_id,
+            seq,
+            body,
+            envelope_id=result.id,
+            type=result.type,
+            sender_kind=result.sender.kind,
+        )
+    scope = (result.target.app_scope if result.target else None) or DEFAULT_SCOPE
+    if scope not in known_scopes:
+        return Received(conversation_id, seq, body, code=ErrorCode.APP_SCOPE_MISMATCH.value)
+    return Received(
+        conversation_id,
+        seq,
+        body,
+        envelope_id=result.id,
+        type=result.type,
+        sender_kind=result.sender.kind,
+        app_scope=scope if result.sender.kind == "agent" else None,
+    )
 
 
 def _ws_url(server_url: str) -> str:

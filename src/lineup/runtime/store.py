@@ -137,6 +137,14 @@ class RuntimeStore:
         """Acknowledge one message; ``False`` when unknown, not this scope's, or acked."""
         return await self._db.write(_inbox_ack_txn, app_scope, inbox_id, self._now())
 
+    async def inbox_ack_envelopes(
+        self, app_scope: str, conversation_id: str, envelope_ids: Sequence[str]
+    ) -> int:
+        """Acknowledge ``app_scope``'s messages by envelope id; returns how many changed."""
+        return await self._db.write(
+            _inbox_ack_envelopes_txn, app_scope, conversation_id, list(envelope_ids), self._now()
+        )
+
     # --- audit -------------------------------------------------------------------------------
 
     async def audit(self, limit: int = 1000) -> list[AuditRow]:
@@ -427,6 +435,19 @@ def _inbox_ack_txn(conn: sqlite3.Connection, app_scope: str, inbox_id: int, now:
         (now, inbox_id, app_scope),
     )
     return cur.rowcount > 0
+
+
+def _inbox_ack_envelopes_txn(
+    conn: sqlite3.Connection, app_scope: str, conversation_id: str, ids: list[str], now: str
+) -> int:
+    changed = 0
+    for envelope_id in ids:
+        changed += conn.execute(
+            "UPDATE inbox SET acked_at = ? WHERE app_scope = ? AND conversation_id = ?"
+            " AND envelope_id = ? AND acked_at IS NULL",
+            (now, app_scope, conversation_id, envelope_id),
+        ).rowcount
+    return changed
 
 
 def _audit(conn: sqlite3.Connection, limit: int) -> list[AuditRow]:

@@ -126,6 +126,7 @@ function redraw() {
   const first = items.find((item) => item.seq != null);
   $("older").hidden = state.complete || !first || first.seq <= 1;
   if (atBottom) timeline.scrollTop = timeline.scrollHeight;
+  acknowledgeShown();
 }
 
 function isLatestStatus(item) {
@@ -138,6 +139,21 @@ function isLatestStatus(item) {
 
 function upsert(item) {
   state.items.set(item.key, item);
+}
+
+// Interact consumes its inbox: what the user has been shown is acknowledged, so the
+// Runtime stops offering it as unread. Hidden tabs acknowledge nothing.
+function acknowledgeShown() {
+  if (document.visibilityState !== "visible" || !state.conversation) return;
+  const ids = [...state.items.values()]
+    .filter((item) => item.unread && item.conversation_id === state.conversation.id)
+    .map((item) => item.envelope_id)
+    .slice(0, 500);
+  if (ids.length && send({ op: "seen", conversation_id: state.conversation.id, envelope_ids: ids })) {
+    for (const item of state.items.values()) {
+      if (ids.includes(item.envelope_id)) item.unread = false;
+    }
+  }
 }
 
 function send(frame) {
@@ -251,4 +267,5 @@ $("older").addEventListener("click", loadOlder);
 $("timeline").addEventListener("scroll", () => {
   if ($("timeline").scrollTop < 40) loadOlder();
 });
+document.addEventListener("visibilitychange", acknowledgeShown);
 connect();

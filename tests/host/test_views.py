@@ -1,0 +1,65 @@
+"""What the shell is given for each kind of row, including ones it cannot understand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from lineup import wire
+from lineup.host.views import item_view
+from lineup.runtime import RuntimeStore, classify
+
+SCOPES = frozenset({"chat"})
+
+
+def frame(seq: int, kind: str, payload: dict[str, object], **extra: object) -> wire.EnvelopeFrame:
+    envelope = {
+        "v": 1,
+        "id": f"e{seq}",
+        "type": kind,
+        "conversation_id": "c1",
+        "sender": {"kind": "agent", "id": "a1"},
+        "created_at": "2026-11-30T00:00:00Z",
+        "payload": payload,
+        **extra,
+    }
+    return wire.EnvelopeFrame(
+        conversation_id="c1", seq=seq, envelope=msgspec.Raw(msgspec.json.encode(envelope))
+    )
+
+
+async def test_every_kind_becomes_a_safe_row(tmp_path: Path) -> None:
+    store = RuntimeStore(tmp_path / "r.sqlite3")
+    await store.open()
+    await store.upsert_conversation("c1", "a1", "")
+    received = [
+        classify(frame(1, "lineup.v1.message", {"text": "<b>hi</b> **there**"}), SCOPES),
+        classify(frame(2, "lineup.v1.status", {"state": "thinking", "text": "<i>x</i>"}), SCOPES),
+        classify(
+            frame(3, "lineup.v1.progress", {"progress_id": "p", "current": 1, "total": 4}), SCOPES
+        ),
+        classify(frame(4, "lineup.v1.error", {"code": "tool_failed", "message": "boom"}), SCOPES),
+        classify(frame(5, "lineup.v1.hologram", {"beam": "<script>x()</script>"}), SCOPES),
+        classify(frame(6, "lineup.v1.message", {"text": 5}), SCOPES),
+        classify(
+            frame(7, "lineup.v1.message", {"text": "x"}, target={"app_scope": "nope"}), SCOPES
+        ),
+    ]
+    applied, cursors = await store.apply_received(received)
+    assert cursors == {"c1": 7}
+    views = [item_view(item) for item in applied]
+    assert [v.kind for v in views] == ["message", "status", "progress", "error", "unsupported"]
+    assert views[0].html == "<p>&lt;b&gt;hi&lt;/b&gt; <strong>there</strong></p>\n"
+    assert views[1].data == {"state": "thinking", "text": "<i>x</i>"}  # shown as text
+    assert views[4].html is None
+    assert views[4].data == {"type": "lineup.v1.hologram"}
+    assert await store.rejections() == [
+        ("c1", 6, "malformed_envelope", received[5].body.__len__()),
+        ("c1", 7, "app_scope_mismatch", received[6].body.__len__()),
+    ]
+    inbox = await store.inbox("chat")
+    assert [i.envelope_id for i in inbox] == ["e1", "e2", "e3", "e4"]
+    assert await store.inbox_ack_envelopes("chat", "c1", ["e1", "e2", "nope"]) == 2
+    assert [i.envelope_id for i in await store.inbox("chat")] == ["e3", "e4"]
+    await store.close()
