@@ -5,8 +5,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterator
+from typing import Any, Literal
 
 import uvicorn
+
+
+def uvicorn_config(
+    app: Any, *, host: str, port: int, lifespan: Literal["on", "off"] = "on"
+) -> uvicorn.Config:
+    """The one uvicorn setup LineUp uses: uvloop, httptools, websockets, no access log
+    (our own logs carry ids and codes only)."""
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        loop="uvloop",
+        http="httptools",
+        ws="websockets-sansio",
+        lifespan=lifespan,
+        access_log=False,
+        log_config=None,
+        ws_max_size=512 * 1024,
+        timeout_graceful_shutdown=10,
+    )
 
 
 class EmbeddedServer(uvicorn.Server):

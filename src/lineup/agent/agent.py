@@ -14,13 +14,13 @@ import logging
 import os
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import msgspec
 
 from lineup import wire
 from lineup.client import Backoff, Connection
+from lineup.client.connection import stream_url
 from lineup.protocol import (
     Envelope,
     ErrorResponse,
@@ -81,7 +81,7 @@ class Agent:
         self._tasks: asyncio.TaskGroup | None = None
         self.ready = asyncio.Event()
         self.connection = Connection(
-            _ws_url(self.server_url),
+            stream_url(self.server_url),
             api_key,
             on_frame=self._on_frame,
             subscribe=self._subscription,
@@ -268,9 +268,3 @@ async def _checked(response_awaitable: Awaitable[httpx.Response]) -> Any:
 
 def _conversation(data: dict[str, Any]) -> wire.Conversation:
     return msgspec.convert(data, wire.Conversation)
-
-
-def _ws_url(server_url: str) -> str:
-    parts = urlsplit(server_url)
-    scheme = {"http": "ws", "https": "wss"}.get(parts.scheme, parts.scheme)
-    return urlunsplit((scheme, parts.netloc, parts.path.rstrip("/") + "/v1/stream", "", ""))

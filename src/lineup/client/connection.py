@@ -13,6 +13,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable
 from typing import Literal
+from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 from websockets.asyncio.client import ClientConnection, connect
@@ -194,3 +195,10 @@ class Connection:
     @property
     def pending_count(self) -> int:
         return len(self._pending)
+
+
+def stream_url(server_url: str) -> str:
+    """The AppServer's WebSocket stream for an ``http(s)://`` base URL."""
+    parts = urlsplit(server_url)
+    scheme = {"http": "ws", "https": "wss"}.get(parts.scheme, parts.scheme)
+    return urlunsplit((scheme, parts.netloc, parts.path.rstrip("/") + "/v1/stream", "", ""))

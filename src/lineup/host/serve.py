@@ -9,7 +9,7 @@ from pathlib import Path
 import uvicorn
 
 from lineup.runtime import Runtime
-from lineup.serving import EmbeddedServer, wait_started
+from lineup.serving import EmbeddedServer, uvicorn_config, wait_started
 
 from .app import WebHost
 
@@ -19,18 +19,7 @@ def build_host_server(
 ) -> tuple[WebHost, uvicorn.Server]:
     """The host's uvicorn server; the caller runs ``runtime.run()`` beside it."""
     web = WebHost(runtime, server_url=server_url, allowed_hosts=_hosts(host, port))
-    config = uvicorn.Config(
-        web.asgi(),
-        host=host,
-        port=port,
-        loop="uvloop",
-        http="httptools",
-        ws="websockets-sansio",
-        lifespan="off",
-        access_log=False,
-        log_config=None,
-        ws_max_size=512 * 1024,
-    )
+    config = uvicorn_config(web.asgi(), host=host, port=port, lifespan="off")
     return web, EmbeddedServer(config)
 
 

@@ -16,14 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import msgspec
 
 from lineup import wire
 from lineup.client import AuthenticationFailed, Backoff, ClientClosed, Connection, SendRejected
-from lineup.client.connection import ConnectionState
+from lineup.client.connection import ConnectionState, stream_url
 from lineup.protocol import (
     ErrorCode,
     ErrorResponse,
@@ -231,7 +230,7 @@ class Runtime:
         await self._sync_conversation_list()
         self._cursors = {c.id: c.cursor for c in await self.store.conversations()}
         connection = Connection(
-            _ws_url(session.server_url),
+            stream_url(session.server_url),
             session.token,
             on_frame=self._on_frame,
             subscribe=lambda: wire.Subscribe(cursors=dict(self._cursors), all=True),
@@ -322,9 +321,3 @@ def classify(frame: wire.EnvelopeFrame, known_scopes: frozenset[str]) -> Receive
         sender_kind=result.sender.kind,
         app_scope=scope if result.sender.kind == "agent" else None,
     )
-
-
-def _ws_url(server_url: str) -> str:
-    parts = urlsplit(server_url)
-    scheme = {"http": "ws", "https": "wss"}.get(parts.scheme, parts.scheme)
-    return urlunsplit((scheme, parts.netloc, parts.path.rstrip("/") + "/v1/stream", "", ""))

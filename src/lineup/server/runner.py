@@ -7,7 +7,7 @@ from pathlib import Path
 
 import uvicorn
 
-from lineup.serving import EmbeddedServer
+from lineup.serving import EmbeddedServer, uvicorn_config
 
 from .app import create_app
 from .storage import SQLiteStorage
@@ -31,17 +31,5 @@ def build_server(
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
-    config = uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        loop="uvloop",
-        http="httptools",
-        ws="websockets-sansio",
-        lifespan="on",
-        access_log=False,
-        log_config=None,
-        ws_max_size=512 * 1024,
-        timeout_graceful_shutdown=10,
-    )
+    config = uvicorn_config(app, host=host, port=port)
     return (EmbeddedServer if embedded else uvicorn.Server)(config)
