@@ -63,3 +63,11 @@ async def test_every_kind_becomes_a_safe_row(tmp_path: Path) -> None:
     assert await store.inbox_ack_envelopes("chat", "c1", ["e1", "e2", "nope"]) == 2
     assert [i.envelope_id for i in await store.inbox("chat")] == ["e3", "e4"]
     await store.close()
+
+
+def test_very_long_messages_are_shown_as_plain_text() -> None:
+    from lineup.host.views import MAX_MARKDOWN_CHARS, _message_html
+
+    long = "**" + "x" * MAX_MARKDOWN_CHARS + "**"
+    assert _message_html(long, False).startswith("**xxx")
+    assert _message_html("**short**", False) == "<p><strong>short</strong></p>\n"

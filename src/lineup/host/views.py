@@ -22,10 +22,17 @@ Kind = Literal["message", "status", "progress", "error", "unsupported"]
 Sender = Literal["agent", "user", "runtime"]
 
 
+MAX_MARKDOWN_CHARS = 16 * 1024
+"""Longer messages are shown as plain text: pure-Python Markdown of 64 KiB of hostile
+input takes over a second, which would stall the Runtime's event loop."""
+
+
 @functools.lru_cache(maxsize=4096)
 def _message_html(text: str, plain: bool) -> str:
     """Rendered once per distinct message: every tab, snapshot and page reuses it."""
-    return render_plain(text) if plain else render_markdown(text)
+    if plain or len(text) > MAX_MARKDOWN_CHARS:
+        return render_plain(text)
+    return render_markdown(text)
 
 
 def item_view(item: TimelineItem, *, unread: bool = False) -> ItemView:
