@@ -59,7 +59,9 @@
       bench.expected = null;
       return result;
     });
-  bench.count = () => replies.length;
+  bench.count = () =>
+    [...replies].filter((element) => !config.replyFilter || element.matches(config.replyFilter))
+      .length;
   window.__lineupBench = bench;
   return true;
 }

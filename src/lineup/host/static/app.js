@@ -8,6 +8,7 @@ const policy = window.trustedTypes
   : { createHTML: (html) => html };
 
 const $ = (id) => document.getElementById(id);
+const rendered = new Map(); // key -> { item, li }: the element shown for each row
 const state = {
   conversation: null,
   userId: "",
@@ -37,10 +38,11 @@ function initials(name) {
   return (letters[0]?.[0] || "?").toUpperCase() + (letters[1]?.[0] || "").toUpperCase();
 }
 
+const TIME_FORMAT = new Intl.DateTimeFormat([], { hour: "2-digit", minute: "2-digit" });
+
 function time(iso) {
   const date = new Date(iso);
-  if (Number.isNaN(date.getTime())) return "";
-  return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  return Number.isNaN(date.getTime()) ? "" : TIME_FORMAT.format(date);
 }
 
 const STATE_TEXT = { sending: "Sending…", sent: "Sent", failed: "Not sent", received: "" };
@@ -121,7 +123,28 @@ function redraw() {
     .filter((item) => !state.conversation || item.conversation_id === state.conversation.id)
     .filter((item) => item.kind !== "status" || isLatestStatus(item))
     .sort(order);
-  list.replaceChildren(...items.map(renderItem));
+  // Keep one element per row and rebuild only rows whose data changed: a long
+  // conversation must not cost a full re-render per frame.
+  const nodes = items.map((item) => {
+    const cached = rendered.get(item.key);
+    if (cached && cached.item === item) return cached.li;
+    const li = renderItem(item);
+    if (cached && cached.li.isConnected) cached.li.replaceWith(li);
+    rendered.set(item.key, { item, li });
+    return li;
+  });
+  let child = list.firstElementChild;
+  for (const node of nodes) {
+    if (child === node) child = child.nextElementSibling;
+    else list.insertBefore(node, child);
+  }
+  while (child) {
+    const next = child.nextElementSibling;
+    const key = Number(child.dataset.key);
+    if (rendered.get(key)?.li === child) rendered.delete(key);
+    child.remove();
+    child = next;
+  }
   $("empty").hidden = items.length > 0;
   const first = items.find((item) => item.seq != null);
   $("older").hidden = state.complete || !first || first.seq <= 1;
@@ -170,6 +193,7 @@ function onFrame(frame) {
       state.userId = frame.user_id;
       state.conversation = frame.conversations[0] || null;
       state.items.clear();
+      rendered.clear();
       state.complete = false;
       frame.items.forEach(upsert);
       if (state.conversation) {
