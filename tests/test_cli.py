@@ -97,14 +97,8 @@ def test_demo_prints_how_to_talk_and_the_agent_answers(tmp_path: Path) -> None:
             input="hello demo\n/help\n",
             env={"LINEUP_PASSWORD": password.group(1)},
         )
-        # The chat client exits on end of input; read what the agent said since.
-        deadline = time.monotonic() + 20
-        texts: list[str] = []
-        while time.monotonic() < deadline:
-            texts = _agent_texts(port, password.group(1))
-            if len(texts) >= 3:
-                break
-            time.sleep(0.1)
+        # The chat client exits on end of input; long-poll for what the agent said.
+        texts = _agent_texts(port, password.group(1), wanted=3)
         assert chat.returncode == 0, chat.stderr
         assert texts[0].startswith("Hello!")
         assert texts[1] == "You said: hello demo"
@@ -117,18 +111,24 @@ def test_demo_prints_how_to_talk_and_the_agent_answers(tmp_path: Path) -> None:
     assert code == 0
 
 
-def _agent_texts(port: int, password: str) -> list[str]:
+def _agent_texts(port: int, password: str, *, wanted: int) -> list[str]:
+    """The agent's messages in the demo user's chat, waiting (server-side) for ``wanted``."""
     base = f"http://127.0.0.1:{port}"
-    token = httpx.post(base + "/v1/login", json={"username": "demo", "password": password}).json()[
-        "token"
-    ]
-    headers = {"Authorization": f"Bearer {token}"}
+    token = httpx.post(base + "/v1/login", json={"username": "demo", "password": password})
+    headers = {"Authorization": f"Bearer {token.json()['token']}"}
     conversations = httpx.get(base + "/v1/conversations", headers=headers).json()["conversations"]
+    chat = next(c["id"] for c in conversations if c["id"].startswith("chat."))
     texts: list[str] = []
-    for conversation in conversations:
+    since = 0
+    deadline = time.monotonic() + 30
+    while len(texts) < wanted and time.monotonic() < deadline:
         page = httpx.get(
-            f"{base}/v1/conversations/{conversation['id']}/envelopes", headers=headers
+            f"{base}/v1/conversations/{chat}/envelopes",
+            params={"since": since, "wait": 5},
+            headers=headers,
+            timeout=10,
         ).json()
+        since = page["next_since"]
         texts += [
             item["envelope"]["payload"]["text"]
             for item in page["envelopes"]
