@@ -354,6 +354,8 @@ def _apply_received_txn(
             )
             continue
         existing = _get_item(conn, item.conversation_id, item.envelope_id)
+        if existing is not None and existing.state == "sent" and existing.seq == item.seq:
+            continue  # our own envelope's echo, after its ack: nothing changes
         if existing is not None:
             # Our own envelope coming back: it is stored, whatever the ack said.
             conn.execute(
