@@ -8,7 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
-import time
+import threading
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -39,8 +39,8 @@ class AppServerProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 20.0) -> None:
+        """Start the process and return once it listens (read from its own log, no polling)."""
         assert self.process is None, "already running"
-        log = self.log_path.open("ab")
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self.process = subprocess.Popen(
             [
@@ -55,24 +55,17 @@ class AppServerProcess:
                 "--port",
                 str(self.port),
             ],
-            stdout=log,
+            stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             env=env,
         )
-        log.close()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(
-                    f"AppServer exited with {self.process.returncode}: see {self.log_path}"
-                )
-            try:
-                if httpx.get(self.url + "/readyz", timeout=1.0).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.05)
-        raise TimeoutError(f"AppServer not ready after {timeout}s: see {self.log_path}")
+        listening = threading.Event()
+        threading.Thread(
+            target=_copy_log, args=(self.process, self.log_path, listening), daemon=True
+        ).start()
+        if not listening.wait(timeout) or self.process.poll() is not None:
+            raise RuntimeError(f"AppServer did not start: see {self.log_path}")
+        assert httpx.get(self.url + "/readyz", timeout=5.0).status_code == 200
 
     def kill(self) -> None:
         """SIGKILL: no shutdown, no flush; what was acknowledged must survive."""
@@ -105,6 +98,22 @@ class AppServerProcess:
 
     def add_agent(self, agent_id: str) -> str:
         return _run_aside(admin.add_agent(self.data_dir, agent_id, agent_id))
+
+
+def _copy_log(process: subprocess.Popen[bytes], log_path: Path, listening: threading.Event) -> None:
+    """Copy the server's output to its log file; say when uvicorn is listening.
+
+    uvicorn prints "Uvicorn running on" once the lifespan (storage open) is done and
+    the socket is bound; at end of output (exit or kill) the waiter is released too.
+    """
+    assert process.stdout is not None
+    with process.stdout, log_path.open("ab") as log:
+        for line in process.stdout:
+            log.write(line)
+            log.flush()
+            if b"Uvicorn running on" in line:
+                listening.set()
+    listening.set()
 
 
 def _run_aside(coro: Coroutine[Any, Any, T]) -> T:
