@@ -187,7 +187,7 @@ def report(hops: Hops) -> list[str]:
         )
     if hops.cursor_saves:
         lines.append(
-            f"  agent cursor file (write + fsync + rename, on the event loop):"
+            f"  agent cursor file (write + fsync + rename, in a worker thread):"
             f" {len(hops.cursor_saves) / per:.1f} per message,"
             f" p50 {statistics.median(hops.cursor_saves):.2f} ms,"
             f" max {max(hops.cursor_saves):.2f} ms"

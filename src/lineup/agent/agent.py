@@ -77,6 +77,9 @@ class Agent:
         self._conversation_handlers: list[ConversationHandler] = []
         self._handled: dict[str, int] = {}  # saved: handlers finished up to here
         self._received: dict[str, int] = {}  # seen on the stream
+        self._saved: dict[str, int] = {}  # what the cursor store holds
+        self._cursors_dirty = asyncio.Event()
+        self._saver_closing = False
         self._queues: dict[str, asyncio.Queue[tuple[int, Envelope | None]]] = {}
         self._tasks: asyncio.TaskGroup | None = None
         self.ready = asyncio.Event()
@@ -119,9 +122,12 @@ class Agent:
             if self.cursor_store is None:
                 self.cursor_store = FileCursorStore(default_cursor_path(self.server_url, me.id))
             self._handled = self.cursor_store.load()
+            self._saved = dict(self._handled)
+            self._saver_closing = False
             self._received = dict(self._handled)
             for item in (await _checked(http.get("/v1/conversations")))["conversations"]:
                 self._add_conversation(_conversation(item))
+        saver = asyncio.create_task(self._save_cursors(self.cursor_store))
         try:
             async with asyncio.TaskGroup() as tg:
                 self._tasks = tg
@@ -133,6 +139,9 @@ class Agent:
         finally:
             self._tasks = None
             self.ready.clear()
+            self._saver_closing = True
+            self._cursors_dirty.set()
+            await saver  # the last handled cursors are on disk when run() returns
 
     async def stop(self) -> None:
         await self.connection.close()
@@ -233,8 +242,25 @@ class Agent:
             if envelope is not None:
                 await self._dispatch(conversation, envelope)
             self._handled[conversation.id] = seq
-            if self.cursor_store is not None:
-                self.cursor_store.save(self._handled)
+            self._cursors_dirty.set()
+
+    async def _save_cursors(self, store: CursorStore) -> None:
+        """Write the handled cursors off the event loop (a save fsyncs), coalescing
+        saves that pile up while one is being written. Only this task writes the store."""
+        while True:
+            await self._cursors_dirty.wait()
+            self._cursors_dirty.clear()
+            if self._saved != self._handled:
+                snapshot = dict(self._handled)
+                try:
+                    await asyncio.to_thread(store.save, snapshot)
+                except OSError:
+                    # The cursor only lags (a restart replays more); try again next time.
+                    log.exception("could not save the agent's cursors")
+                else:
+                    self._saved = snapshot
+            if self._saver_closing and not self._cursors_dirty.is_set():
+                return
 
     async def _dispatch(self, conversation: Conversation, envelope: Envelope) -> None:
         if isinstance(envelope, MessageEnvelope):

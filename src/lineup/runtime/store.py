@@ -271,13 +271,16 @@ def _mark_sent_txn(
         "DELETE FROM outbox WHERE conversation_id = ? AND envelope_id = ?",
         (conversation_id, envelope_id),
     ).rowcount
-    conn.execute(
+    updated = conn.execute(
         "UPDATE timeline SET state = 'sent', seq = ?, error_code = NULL"
-        " WHERE conversation_id = ? AND envelope_id = ? AND state IN ('sending', 'sent')",
-        (seq, conversation_id, envelope_id),
-    )
+        " WHERE conversation_id = ? AND envelope_id = ? AND (state = 'sending'"
+        " OR (state = 'sent' AND seq IS NOT ?))",
+        (seq, conversation_id, envelope_id, seq),
+    ).rowcount
     if removed:
         _audit_txn(conn, now, "runtime", "send", f"{conversation_id}/{envelope_id}", "acknowledged")
+    if not updated:
+        return None  # the echo came first and already marked it sent: nothing to show
     return _get_item(conn, conversation_id, envelope_id)
 
 

@@ -152,6 +152,41 @@ function redraw() {
   acknowledgeShown();
 }
 
+// The common frame changes one row that stays where it is (a reply appended at the
+// end, "sending" becoming "sent"): update that row alone, without sorting or walking
+// the timeline. Anything else (status rows, history, rows that move) redraws.
+function placeOne(item) {
+  if (item.kind === "status" || !state.conversation) return false;
+  if (item.conversation_id !== state.conversation.id) return true;
+  const list = $("items");
+  const cached = rendered.get(item.key);
+  const fits = (before, after) =>
+    (!before || order(rowItem(before), item) < 0) && (!after || order(item, rowItem(after)) < 0);
+  const timeline = $("timeline");
+  const atBottom = timeline.scrollHeight - timeline.scrollTop - timeline.clientHeight < 80;
+  if (cached) {
+    if (!cached.li.isConnected) return false;
+    if (!fits(cached.li.previousElementSibling, cached.li.nextElementSibling)) return false;
+    const li = renderItem(item);
+    cached.li.replaceWith(li);
+    rendered.set(item.key, { item, li });
+  } else {
+    const last = list.lastElementChild;
+    if (last && (!rendered.has(Number(last.dataset.key)) || !fits(last, null))) return false;
+    const li = renderItem(item);
+    list.append(li);
+    rendered.set(item.key, { item, li });
+    $("empty").hidden = true;
+  }
+  if (atBottom) timeline.scrollTop = timeline.scrollHeight;
+  if (item.unread) acknowledgeShown();
+  return true;
+}
+
+function rowItem(li) {
+  return li ? rendered.get(Number(li.dataset.key))?.item : undefined;
+}
+
 function isLatestStatus(item) {
   let latest = null;
   for (const other of state.items.values()) {
@@ -206,7 +241,7 @@ function onFrame(frame) {
       break;
     case "item":
       upsert(frame.item);
-      redraw();
+      if (!placeOne(frame.item)) redraw();
       break;
     case "connection":
       setConnection(frame.state);
@@ -262,6 +297,10 @@ function submit() {
 
 function resize() {
   const input = $("input");
+  if (!input.value) {
+    input.style.height = ""; // empty: back to one row without measuring (a forced layout)
+    return;
+  }
   input.style.height = "auto";
   input.style.height = `${Math.min(input.scrollHeight, 160)}px`;
 }
