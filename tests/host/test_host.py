@@ -153,6 +153,8 @@ async def test_host_channel_snapshot_send_and_bad_frames(client: Client) -> None
         assert not any(item.get("unread") for item in snapshot["items"])
         assert await client.runtime.store.inbox("chat") == []
     texts = [
-        s["envelope"]["payload"]["text"] for s in await client.pair.agent.read_all(conversation)
+        s["envelope"]["payload"]["text"]
+        for s in await client.pair.agent.read_all(conversation)
+        if s["envelope"]["type"] == "lineup.v1.message"
     ]
     assert texts == ["hi *you*", "a reply"]

@@ -46,7 +46,8 @@ async def test_every_kind_becomes_a_safe_row(tmp_path: Path) -> None:
             frame(7, "lineup.v1.message", {"text": "x"}, target={"app_scope": "nope"}), SCOPES
         ),
     ]
-    applied, cursors = await store.apply_received(received)
+    result = await store.apply_received(received)
+    applied, cursors = result.items, result.cursors
     assert cursors == {"c1": 7}
     views = [item_view(item) for item in applied]
     assert [v.kind for v in views] == ["message", "status", "progress", "error", "unsupported"]

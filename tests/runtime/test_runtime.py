@@ -14,7 +14,13 @@ import msgspec
 import pytest
 
 from lineup.client import Backoff
-from lineup.runtime import ConnectionChanged, Runtime, RuntimeEvent, TimelineChanged
+from lineup.runtime import (
+    ConnectionChanged,
+    Runtime,
+    RuntimeEvent,
+    TimelineChanged,
+    TimelineItem,
+)
 from tests.conftest import Pair, make_pair
 from tests.support.appserver import AppServerProcess
 
@@ -84,6 +90,11 @@ class EventLog:
         return [str(e.state) for e in self.events if isinstance(e, ConnectionChanged)]
 
 
+def content(timeline: list[TimelineItem]) -> list[TimelineItem]:
+    """The rows a person sees as conversation: not the Runtime's own (inventory, results)."""
+    return [t for t in timeline if t.sender_kind != "runtime"]
+
+
 async def agent_texts(pair: Pair, sender: str = "user") -> list[str]:
     stored = await pair.agent.read_all(pair.conversation_id)
     return [
@@ -113,11 +124,9 @@ async def test_send_goes_sending_then_sent_and_replies_arrive_in_the_inbox(
                 isinstance(e, TimelineChanged) and e.item.sender_kind == "agent" for e in log.events
             )
         )
-    timeline = await runtime.store.timeline(pair.conversation_id)
-    assert [(t.sender_kind, t.state, t.seq) for t in timeline] == [
-        ("user", "sent", 1),
-        ("agent", "received", 2),
-    ]
+    timeline = content(await runtime.store.timeline(pair.conversation_id))
+    assert [(t.sender_kind, t.state) for t in timeline] == [("user", "sent"), ("agent", "received")]
+    assert timeline[0].seq is not None and timeline[1].seq == timeline[0].seq + 1
     inbox = await runtime.store.inbox("chat")
     assert [msgspec.json.decode(i.body)["payload"]["text"] for i in inbox] == ["hello human"]
     assert await runtime.store.inbox_ack("chat", inbox[0].id)
@@ -134,12 +143,12 @@ async def test_messages_queued_offline_leave_in_order_when_the_runtime_runs(
     await runtime.open_conversation(pair.agent.id, conversation_id=pair.conversation_id)
     for n in range(5):
         await runtime.send_message(pair.conversation_id, f"offline {n}")
-    assert len(await runtime.store.outbox()) == 5
+    assert [o.envelope_id[:4] for o in await runtime.store.outbox()] == ["inv_"] + ["msg_"] * 5
     log = EventLog(runtime)
     async with running(runtime):
         await log.until_async(outbox_empty(runtime))
     assert await agent_texts(pair) == [f"offline {n}" for n in range(5)]
-    assert [t.state for t in await runtime.store.timeline(pair.conversation_id)] == ["sent"] * 5
+    assert [t.state for t in await runtime.store.timeline(pair.conversation_id)] == ["sent"] * 6
     await runtime.close()
 
 
@@ -179,8 +188,10 @@ async def test_a_sigkilled_runtime_sends_each_queued_message_once_in_order(
     async with running(runtime):
         await log.until_async(outbox_empty(runtime))
     assert await agent_texts(pair) == [f"q{n}" for n in range(COUNT)]
-    timeline = await runtime.store.timeline(pair.conversation_id, limit=COUNT + 10)
-    assert [t.seq for t in timeline] == list(range(1, COUNT + 1))
+    timeline = content(await runtime.store.timeline(pair.conversation_id, limit=COUNT + 10))
+    seqs = [t.seq for t in timeline]
+    assert len(seqs) == COUNT
+    assert seqs == sorted(seqs) and len(set(seqs)) == COUNT
     assert {t.state for t in timeline} == {"sent"}
     await runtime.close()
     await pair.user.aclose()
@@ -224,7 +235,9 @@ async def test_refused_sends_fail_visibly_and_can_be_retried(
     assert await runtime.store.outbox() == []
     audit = await runtime.store.audit()
     assert [
-        (a.action, a.outcome, a.code) for a in audit if a.outcome in ("refused", "retried")
+        (a.action, a.outcome, a.code)
+        for a in audit
+        if a.outcome in ("refused", "retried") and a.subject.endswith(item.envelope_id)
     ] == [
         ("send", "refused", "not_found"),
         ("send", "retried", None),
@@ -257,12 +270,19 @@ async def test_envelopes_for_unknown_app_scopes_are_recorded_and_skipped(
             return len(await runtime.store.inbox("chat")) == 1
 
         await log.until_async(delivered)
+    stored = await pair.agent.read_all(pair.conversation_id)
+    seq_of = {s["envelope"]["payload"].get("text"): s["seq"] for s in stored}
     assert await runtime.store.rejections() == [
-        (pair.conversation_id, 1, "app_scope_mismatch", pytest.approx(300, abs=200))
+        (
+            pair.conversation_id,
+            seq_of["for an app we lack"],
+            "app_scope_mismatch",
+            pytest.approx(300, abs=200),
+        )
     ]
-    timeline = await runtime.store.timeline(pair.conversation_id)
-    assert [t.seq for t in timeline] == [2]
-    assert (await runtime.store.conversations())[0].cursor == 2
+    timeline = content(await runtime.store.timeline(pair.conversation_id))
+    assert [t.seq for t in timeline] == [seq_of["for the IM"]]
+    assert (await runtime.store.conversations())[0].cursor == max(seq_of.values())
     await runtime.close()
 
 
@@ -293,14 +313,17 @@ async def test_history_and_session_survive_a_restart(
     again = Runtime(tmp_path, backoff=FAST)
     await again.open()
     assert again.session is not None  # no new login needed
-    assert [t.state for t in await again.store.timeline(pair.conversation_id)] == ["received"]
+    assert [t.state for t in content(await again.store.timeline(pair.conversation_id))] == [
+        "received"
+    ]
     log = EventLog(again)
     async with running(again):
         await pair.agent.send_text(pair.conversation_id, "and this")
 
         async def both() -> bool:
-            return len(await again.store.timeline(pair.conversation_id)) == 2
+            return len(content(await again.store.timeline(pair.conversation_id))) == 2
 
         await log.until_async(both)
-    assert [t.seq for t in await again.store.timeline(pair.conversation_id)] == [1, 2]
+    seqs = [t.seq for t in content(await again.store.timeline(pair.conversation_id))]
+    assert len(seqs) == 2 and seqs == sorted(seqs)
     await again.close()

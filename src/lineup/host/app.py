@@ -13,6 +13,7 @@ import contextlib
 import html
 import logging
 from collections.abc import Iterable, MutableMapping
+from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qsl
@@ -30,9 +31,11 @@ from lineup.client import AuthenticationFailed, ClientError
 from lineup.runtime import (
     DEFAULT_SCOPE,
     ConnectionChanged,
+    InteractionRefused,
     Runtime,
     RuntimeEvent,
     TimelineChanged,
+    TimelineItem,
 )
 
 from . import channel
@@ -193,7 +196,10 @@ class WebHost:
         def on_event(event: RuntimeEvent) -> None:
             if isinstance(event, TimelineChanged):
                 fresh = event.item.sender_kind == "agent" and event.item.state == "received"
-                frame: Any = channel.ItemChanged(item_view(event.item, unread=fresh))
+                view = item_view(event.item, unread=fresh)
+                if view is None:
+                    return
+                frame: Any = channel.ItemChanged(view)
             elif isinstance(event, ConnectionChanged):
                 frame = channel.ConnectionState(str(event.state))
             else:
@@ -241,10 +247,7 @@ class WebHost:
             }
             for conversation in conversations:
                 timeline = await runtime.store.timeline(conversation.id, limit=PAGE)
-                items.extend(
-                    item_view(i, unread=(i.conversation_id, i.envelope_id) in unread)
-                    for i in timeline
-                )
+                items.extend(_views(timeline, unread))
             return _encode(
                 channel.Snapshot(
                     user_id=session.user_id if session else "",
@@ -254,6 +257,8 @@ class WebHost:
                         channel.ConversationView(c.id, c.agent_id, c.title) for c in conversations
                     ],
                     items=items,
+                    now=_iso(runtime.clock()),
+                    drafts=runtime.drafts(),
                 )
             )
         if isinstance(frame, channel.SendMessage):
@@ -267,6 +272,24 @@ class WebHost:
                 DEFAULT_SCOPE, frame.conversation_id, frame.envelope_ids
             )
             return b""
+        if isinstance(frame, channel.Answer):
+            try:
+                await runtime.answer(frame.interaction_id, frame.conversation_id, frame.answer)
+            except InteractionRefused as refused:
+                return _encode(
+                    channel.AnswerReceipt(
+                        interaction_id=frame.interaction_id,
+                        outcome=refused.code,
+                        message=_REFUSALS.get(refused.code, ""),
+                    )
+                )
+            return _encode(
+                channel.AnswerReceipt(interaction_id=frame.interaction_id, outcome="accepted")
+            )
+        if isinstance(frame, channel.Draft):
+            if not runtime.set_draft(frame.interaction_id, frame.text):
+                return _encode(channel.ChannelError("too_large", "too many drafts"))
+            return b""
         if isinstance(frame, channel.Retry):
             if await runtime.retry(frame.conversation_id, frame.envelope_id) is None:
                 return _encode(channel.ChannelError("not_failed", "nothing to retry"))
@@ -277,7 +300,7 @@ class WebHost:
         return _encode(
             channel.HistoryPage(
                 conversation_id=frame.conversation_id,
-                items=[item_view(i) for i in page],
+                items=_views(page, set()),
                 complete=len(page) < PAGE,
             )
         )
@@ -314,6 +337,23 @@ async def _small_form(request: Request, limit: int = 8192) -> dict[str, str] | N
     except (UnicodeDecodeError, ValueError):
         return None
     return dict(pairs)
+
+
+def _views(items: Iterable[TimelineItem], unread: set[tuple[str, str]]) -> list[channel.ItemView]:
+    views = (item_view(i, unread=(i.conversation_id, i.envelope_id) in unread) for i in items)
+    return [view for view in views if view is not None]
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds")
+
+
+_REFUSALS = {
+    "call_already_final": "This question was already answered or closed.",
+    "interaction_expired": "This question has expired.",
+    "interaction_not_found": "This question no longer exists.",
+    "answer_invalid": "That answer does not fit the question.",
+}
 
 
 async def _pump(websocket: WebSocket, outbox: asyncio.Queue[bytes]) -> None:

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from lineup.protocol.fields import ID_PATTERN, MAX_TEXT_CHARS
+from lineup.protocol.interactions import MAX_INPUT_CHARS
 
 Id = Annotated[str, msgspec.Meta(pattern=ID_PATTERN)]
 MAX_FRAME_BYTES = 256 * 1024
@@ -47,7 +48,23 @@ class Seen(_In, frozen=True, tag="seen"):
     envelope_ids: Annotated[list[Id], msgspec.Meta(min_length=1, max_length=500)]
 
 
-ShellFrame = Hello | SendMessage | Retry | History | Seen
+class Answer(_In, frozen=True, tag="answer"):
+    """The person's answer to an interaction: its id and the answer, nothing else.
+    The Runtime takes agent, call and app session from its own record."""
+
+    conversation_id: Id
+    interaction_id: Id
+    answer: dict[str, Any]
+
+
+class Draft(_In, frozen=True, tag="draft"):
+    """Unsent text of an ``input`` interaction, kept in Runtime memory only."""
+
+    interaction_id: Id
+    text: Annotated[str, msgspec.Meta(max_length=MAX_INPUT_CHARS)]
+
+
+ShellFrame = Hello | SendMessage | Retry | History | Seen | Answer | Draft
 
 
 class ItemView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -57,7 +74,7 @@ class ItemView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     conversation_id: str
     envelope_id: str
     seq: int | None
-    kind: Literal["message", "status", "progress", "error", "unsupported"]
+    kind: Literal["message", "status", "progress", "error", "interaction", "unsupported"]
     sender: Literal["agent", "user", "runtime"]
     sender_id: str = ""
     state: str
@@ -68,7 +85,7 @@ class ItemView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     unread: bool = False
     """An agent envelope still unacknowledged in Interact's inbox."""
     data: dict[str, Any] = msgspec.field(default_factory=dict)
-    """Plain fields for status/progress/error rows, rendered as text."""
+    """Plain fields for status/progress/error/interaction rows, rendered as text."""
 
 
 class ConversationView(msgspec.Struct, frozen=True):
@@ -83,6 +100,9 @@ class Snapshot(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="s
     connection: str
     conversations: list[ConversationView]
     items: list[ItemView]
+    now: str
+    """The Runtime's clock, so the page can show time left on pending interactions."""
+    drafts: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 class ItemChanged(msgspec.Struct, frozen=True, tag_field="op", tag="item"):
@@ -102,3 +122,12 @@ class HistoryPage(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag
 class ChannelError(msgspec.Struct, frozen=True, tag_field="op", tag="error"):
     code: str
     message: str
+
+
+class AnswerReceipt(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="receipt"):
+    """To the tab that answered: ``accepted``, or the code saying why it did not count
+    (``call_already_final``, ``interaction_expired``, ``answer_invalid``, ...)."""
+
+    interaction_id: str
+    outcome: str
+    message: str = ""

@@ -5,20 +5,31 @@ from __future__ import annotations
 import functools
 from typing import Any, Literal
 
+import msgspec
+
 from lineup.protocol import (
+    ClientInventoryEnvelope,
     Envelope,
     ErrorEnvelope,
+    InteractionDismissEnvelope,
     MessageEnvelope,
     ProgressEnvelope,
     StatusEnvelope,
+    ToolCallEnvelope,
+    ToolResultEnvelope,
     decode,
 )
+from lineup.protocol.interactions import KIND_BY_TOOL
 from lineup.runtime.markdown import render_markdown, render_plain
-from lineup.runtime.records import TimelineItem
+from lineup.runtime.records import InteractionRecord, TimelineItem
 
 from .channel import ItemView
 
-Kind = Literal["message", "status", "progress", "error", "unsupported"]
+Kind = Literal["message", "status", "progress", "error", "interaction", "unsupported"]
+
+HIDDEN = (ClientInventoryEnvelope, ToolResultEnvelope, InteractionDismissEnvelope)
+"""Runtime bookkeeping, not content: the inventory, results (shown on their card) and
+the agent's dismiss control."""
 Sender = Literal["agent", "user", "runtime"]
 
 
@@ -35,8 +46,29 @@ def _message_html(text: str, plain: bool) -> str:
     return render_markdown(text)
 
 
-def item_view(item: TimelineItem, *, unread: bool = False) -> ItemView:
+def interaction_data(record: InteractionRecord) -> dict[str, Any]:
+    """What a card shows: the agent's arguments (as data, rendered as text), the
+    state, when it expires and, once answered, the answer."""
+    data: dict[str, Any] = {
+        "interaction_id": record.id,
+        "kind": KIND_BY_TOOL.get(record.tool, "notice"),
+        "state": record.state,
+        "arguments": msgspec.json.decode(record.arguments),
+        "expires_at": record.expires_at,
+        "final_at": record.final_at,
+    }
+    if record.result is not None:
+        data["result"] = msgspec.json.decode(record.result)
+    return data
+
+
+def item_view(item: TimelineItem, *, unread: bool = False) -> ItemView | None:
+    """The row as the shell shows it, or ``None`` for rows that are not shown."""
     envelope = decode(item.body)
+    if isinstance(envelope, HIDDEN):
+        return None
+    if isinstance(envelope, ToolCallEnvelope) and item.interaction is None:
+        return None  # a refused call: it created nothing; the agent got its rejection
     html: str | None = None
     data: dict[str, Any] = {}
     sender_id = ""
@@ -61,6 +93,9 @@ def item_view(item: TimelineItem, *, unread: bool = False) -> ItemView:
     elif isinstance(envelope, ErrorEnvelope):
         kind = "error"
         data = {"code": envelope.payload.code, "message": envelope.payload.message}
+    elif isinstance(envelope, ToolCallEnvelope) and item.interaction is not None:
+        kind = "interaction"
+        data = interaction_data(item.interaction)
     else:
         kind = "unsupported"
         data = {"type": item.type[:128]}

@@ -32,6 +32,15 @@ class ErrorCode(StrEnum):
     CAPABILITY_DENIED = "capability_denied"
     CALL_ALREADY_FINAL = "call_already_final"
 
+    # Standard interactions (spec 002 §7.3): the Runtime's answers to the agent and
+    # to the person.
+    APP_SESSION_NOT_FOUND = "app_session_not_found"
+    INTERACTION_NOT_FOUND = "interaction_not_found"
+    INTERACTION_EXPIRED = "interaction_expired"
+    INTERACTION_DISMISSED = "interaction_dismissed"
+    ANSWER_INVALID = "answer_invalid"
+    RUNTIME_FAILED = "runtime_failed"
+
     # AppServer requests.
     INVALID_REQUEST = "invalid_request"
     UNAUTHORIZED = "unauthorized"

@@ -1,9 +1,11 @@
-"""The per-user Runtime: transport, local store, sync loop, outbox, inbox, audit."""
+"""The per-user Runtime: transport, local store, sync loop, outbox, inbox, audit, and
+the standard interactions."""
 
 from .records import (
     AuditRow,
     ConversationInfo,
     InboxItem,
+    InteractionRecord,
     OutboxItem,
     Received,
     Session,
@@ -11,7 +13,9 @@ from .records import (
 )
 from .runtime import (
     DEFAULT_SCOPE,
+    INVENTORY,
     ConnectionChanged,
+    InteractionRefused,
     NotLoggedIn,
     Runtime,
     RuntimeEvent,
@@ -22,10 +26,13 @@ from .store import RuntimeStore
 
 __all__ = [
     "DEFAULT_SCOPE",
+    "INVENTORY",
     "AuditRow",
     "ConnectionChanged",
     "ConversationInfo",
     "InboxItem",
+    "InteractionRecord",
+    "InteractionRefused",
     "NotLoggedIn",
     "OutboxItem",
     "Received",

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from lineup.protocol import Rejection
+from lineup.protocol.interactions import Interaction
+
 DeliveryState = Literal["received", "sending", "sent", "failed"]
 """``received``: from the AppServer. ``sending``: ours, in the outbox. ``sent``: ours,
 acknowledged (it has a ``seq``). ``failed``: ours, refused by the AppServer."""
@@ -38,6 +41,27 @@ class TimelineItem:
     state: DeliveryState
     error_code: str | None
     created_at: str
+    interaction: InteractionRecord | None = None
+    """For a ``tool.call`` that started a standard interaction: its current record."""
+
+
+@dataclass(frozen=True, slots=True)
+class InteractionRecord:
+    id: str
+    """What the shell names when it answers (never the agent's call id)."""
+    conversation_id: str
+    call_id: str
+    envelope_id: str
+    agent_id: str
+    app_session_id: str | None
+    tool: str
+    arguments: bytes
+    state: str
+    created_at: str
+    expires_at: str | None
+    final_at: str | None
+    result: bytes | None
+    code: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +85,26 @@ class Received:
     sender_kind: str = ""
     app_scope: str | None = None
     code: str | None = None
+    call: ToolCallIntent | None = None
+    dismiss: DismissIntent | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallIntent:
+    """A ``tool.call`` from the agent, checked as far as it can be without the store."""
+
+    call_id: str
+    sender_id: str
+    app_session_id: str | None
+    interaction: Interaction | None
+    refusal: Rejection | None
+
+
+@dataclass(frozen=True, slots=True)
+class DismissIntent:
+    control_id: str
+    call_id: str
+    sender_id: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ restarts. Hosts watch it through events; they never touch the transport or store
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from collections.abc import Callable
@@ -26,16 +27,31 @@ from lineup.client.connection import ConnectionState, stream_url
 from lineup.protocol import (
     ErrorCode,
     ErrorResponse,
+    InteractionDismissEnvelope,
     MessageEnvelope,
     Rejection,
     Sender,
+    ToolCallEnvelope,
     Unsupported,
     decode,
     encode,
     payloads,
 )
+from lineup.protocol.interactions import MAX_INPUT_CHARS, Interaction, parse_arguments
+from lineup.protocol.interactions import inventory as build_inventory
+from lineup.protocol.payloads import ClientInventory
 
-from .records import ConversationInfo, OutboxItem, Received, Session, TimelineItem
+from .interaction_store import Outcome
+from .records import (
+    ConversationInfo,
+    DismissIntent,
+    InteractionRecord,
+    OutboxItem,
+    Received,
+    Session,
+    TimelineItem,
+    ToolCallIntent,
+)
 from .store import RuntimeStore
 
 log = logging.getLogger("lineup.runtime")
@@ -44,6 +60,13 @@ DEFAULT_SCOPE = "chat"
 """Interact's app scope (spec 002 §2.1 keeps the compatible name ``chat``)."""
 
 STORE_FILE = "runtime.sqlite3"
+
+INVENTORY = build_inventory()
+"""What this Runtime advertises to agents: the four standard interactions."""
+
+MAX_DRAFTS = 1000
+MAX_EXPIRY_WAIT_S = 60.0
+"""The expiry timer re-reads the clock at least this often (clock jumps, suspend)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +85,16 @@ Listener = Callable[[RuntimeEvent], None]
 
 class NotLoggedIn(Exception):
     """The Runtime has no AppServer session; log in first."""
+
+
+class InteractionRefused(Exception):
+    """An answer that did not count: ``code`` says why (``call_already_final``,
+    ``interaction_expired``, ``interaction_not_found``, ``answer_invalid``)."""
+
+    def __init__(self, code: str, record: InteractionRecord | None) -> None:
+        super().__init__(code)
+        self.code = code
+        self.record = record
 
 
 class Runtime:
@@ -88,6 +121,9 @@ class Runtime:
         self._incoming_ready = asyncio.Event()
         self.ready = asyncio.Event()
         self.logged_in = asyncio.Event()
+        self.inventory = INVENTORY
+        self._expiry_changed = asyncio.Event()
+        self._drafts: dict[str, str] = {}  # interaction id -> unsent input (memory only)
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -162,6 +198,7 @@ class Runtime:
             raise SendRejected(msgspec.json.decode(response.content, type=ErrorResponse).error)
         record = msgspec.json.decode(response.content, type=wire.Conversation)
         await self.store.upsert_conversation(record.id, record.agent_id, record.title)
+        await self._publish_inventory(record.id)
         return ConversationInfo(record.id, record.agent_id, record.title, 0)
 
     async def _sync_conversation_list(self) -> None:
@@ -203,6 +240,80 @@ class Runtime:
             self._start_send(OutboxItem(0, conversation_id, envelope_id, item.body))
         return item
 
+    # --- interactions ---------------------------------------------------------------------
+
+    async def answer(
+        self, interaction_id: str, conversation_id: str, value: object
+    ) -> InteractionRecord:
+        """The person answers an interaction. Only the first valid answer counts:
+        anything else raises ``InteractionRefused`` and changes nothing (an answer
+        that arrives after ``expires_at`` finds the interaction expired)."""
+        outcome = await self.store.answer(interaction_id, conversation_id, value)
+        self._after(outcome)
+        if not outcome.won or outcome.interaction is None:
+            raise InteractionRefused(
+                outcome.code or ErrorCode.CALL_ALREADY_FINAL, outcome.interaction
+            )
+        return outcome.interaction
+
+    async def expire_due(self) -> int:
+        """Expire every pending interaction whose ``expires_at`` has passed."""
+        outcomes = await self.store.expire_due()
+        for outcome in outcomes:
+            self._after(outcome)
+        return sum(1 for outcome in outcomes if outcome.outbox is not None)
+
+    async def fail_interaction(self, interaction_id: str) -> Outcome:
+        """End a pending interaction because the Runtime cannot complete it."""
+        outcome = await self.store.fail_interaction(interaction_id)
+        self._after(outcome)
+        return outcome
+
+    def clock(self) -> datetime:
+        """The Runtime's (injectable) clock: expiry is decided by it."""
+        return self._clock()
+
+    def set_draft(self, interaction_id: str, text: str) -> bool:
+        """Remember unsent input in memory only: a reload shows it, a restart forgets it."""
+        if len(text) > MAX_INPUT_CHARS:
+            return False
+        if not text:
+            self._drafts.pop(interaction_id, None)
+        elif interaction_id in self._drafts or len(self._drafts) < MAX_DRAFTS:
+            self._drafts[interaction_id] = text
+        else:
+            return False
+        return True
+
+    def drafts(self) -> dict[str, str]:
+        return dict(self._drafts)
+
+    def _after(self, outcome: Outcome) -> None:
+        if outcome.card is not None:
+            self._emit(TimelineChanged(outcome.card))
+        if outcome.outbox is not None:
+            if outcome.interaction is not None:
+                self._drafts.pop(outcome.interaction.id, None)
+            self._start_send(outcome.outbox)
+
+    async def _expiry_loop(self) -> None:
+        """Fire each pending interaction's expiry at its stored ``expires_at``, also
+        for interactions created before a restart."""
+        while True:
+            self._expiry_changed.clear()
+            await self.expire_due()
+            next_at = await self.store.next_expiry()
+            delay = MAX_EXPIRY_WAIT_S
+            if next_at is not None:
+                delay = min(delay, max(0.0, (next_at - self._clock()).total_seconds()))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._expiry_changed.wait(), delay)
+
+    async def _publish_inventory(self, conversation_id: str) -> None:
+        item = await self.store.publish_inventory(conversation_id, self.inventory)
+        if item is not None:
+            self._start_send(item)
+
     def _start_send(self, item: OutboxItem) -> None:
         if self._tasks is not None and self._connection is not None:
             self._tasks.create_task(self._send(self._connection, item))
@@ -229,6 +340,8 @@ class Runtime:
         session = self._session()
         await self._sync_conversation_list()
         self._cursors = {c.id: c.cursor for c in await self.store.conversations()}
+        for conversation_id in self._cursors:
+            await self.store.publish_inventory(conversation_id, self.inventory)
         connection = Connection(
             stream_url(session.server_url),
             session.token,
@@ -244,6 +357,7 @@ class Runtime:
                 for item in await self.store.outbox():
                     self._start_send(item)
                 tg.create_task(self._apply_loop())
+                tg.create_task(self._expiry_loop())
                 await connection.run()
                 raise ClientClosed("stopped")
         except* ClientClosed:
@@ -265,12 +379,13 @@ class Runtime:
 
     async def _on_frame(self, frame: wire.ServerFrame) -> None:
         if isinstance(frame, wire.EnvelopeFrame):
-            self._incoming.append(classify(frame, self._known_scopes))
+            self._incoming.append(classify(frame, self._known_scopes, self.inventory))
             self._incoming_ready.set()
         elif isinstance(frame, wire.ConversationFrame):
             record = frame.conversation
             await self.store.upsert_conversation(record.id, record.agent_id, record.title)
             self._cursors.setdefault(record.id, 0)
+            await self._publish_inventory(record.id)
         elif isinstance(frame, wire.Synced):
             self.ready.set()
         elif isinstance(frame, wire.ErrorFrame):
@@ -284,13 +399,21 @@ class Runtime:
             batch, self._incoming = self._incoming, []
             if not batch:
                 continue
-            applied, cursors = await self.store.apply_received(batch)
-            self._cursors.update(cursors)
-            for item in applied:
+            applied = await self.store.apply_received(batch)
+            self._cursors.update(applied.cursors)
+            for item in applied.items:
                 self._emit(TimelineChanged(item))
+            for outgoing in applied.outbox:
+                self._start_send(outgoing)
+            if applied.expiry_changed:
+                self._expiry_changed.set()
 
 
-def classify(frame: wire.EnvelopeFrame, known_scopes: frozenset[str]) -> Received:
+def classify(
+    frame: wire.EnvelopeFrame,
+    known_scopes: frozenset[str],
+    inventory: ClientInventory = INVENTORY,
+) -> Received:
     """Validate what the AppServer sent. Never raises: a rejection is recorded with its
     code; a well-formed kind this version does not know is kept, to be shown as an
     "unsupported message" row and never executed."""
@@ -312,6 +435,14 @@ def classify(frame: wire.EnvelopeFrame, known_scopes: frozenset[str]) -> Receive
     scope = (result.target.app_scope if result.target else None) or DEFAULT_SCOPE
     if scope not in known_scopes:
         return Received(conversation_id, seq, body, code=ErrorCode.APP_SCOPE_MISMATCH.value)
+    call: ToolCallIntent | None = None
+    dismiss: DismissIntent | None = None
+    if isinstance(result, ToolCallEnvelope):
+        call = _call_intent(result, inventory)
+    elif isinstance(result, InteractionDismissEnvelope):
+        p = result.payload
+        dismiss = DismissIntent(p.control_id, p.call_id, result.sender.id)
+    for_interact = result.sender.kind == "agent" and dismiss is None  # a control, not content
     return Received(
         conversation_id,
         seq,
@@ -319,5 +450,29 @@ def classify(frame: wire.EnvelopeFrame, known_scopes: frozenset[str]) -> Receive
         envelope_id=result.id,
         type=result.type,
         sender_kind=result.sender.kind,
-        app_scope=scope if result.sender.kind == "agent" else None,
+        app_scope=scope if for_interact else None,
+        call=call,
+        dismiss=dismiss,
     )
+
+
+def _call_intent(envelope: ToolCallEnvelope, inventory: ClientInventory) -> ToolCallIntent:
+    """Everything about a tool call that can be checked without the store."""
+    p = envelope.payload
+    context = p.app_session_context.app_session_id if p.app_session_context else None
+    refusal: Rejection | None = None
+    parsed: Interaction | None = None
+    if p.inventory_revision != inventory.revision:
+        refusal = Rejection(
+            code=ErrorCode.INVENTORY_REVISION_MISMATCH,
+            message=f"the current inventory revision is {inventory.revision}",
+        )
+    elif not any(t.id == p.tool and t.handling == "interactive" for t in inventory.tools):
+        refusal = Rejection(code=ErrorCode.TOOL_NOT_ADVERTISED, message="no such tool")
+    else:
+        checked = parse_arguments(p.tool, p.arguments)
+        if isinstance(checked, Rejection):
+            refusal = checked
+        else:
+            parsed = checked
+    return ToolCallIntent(p.call_id, envelope.sender.id, context, parsed, refusal)

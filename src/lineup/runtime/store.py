@@ -9,23 +9,28 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from lineup.db import SQLiteDatabase
+from lineup.protocol.payloads import ClientInventory
 
-from . import migrations
+from . import interaction_store, migrations
+from .interaction_store import Outcome
 from .records import (
     AuditRow,
     ConversationInfo,
     InboxItem,
+    InteractionRecord,
     OutboxItem,
     Received,
     Session,
     TimelineItem,
 )
+from .tables import TIMELINE_SELECT, audit, get_item, queue, timeline_item
 
 Clock = Callable[[], datetime]
 
@@ -107,16 +112,69 @@ class RuntimeStore:
 
     # --- receiving ---------------------------------------------------------------------------
 
-    async def apply_received(
-        self, items: Sequence[Received]
-    ) -> tuple[list[TimelineItem], dict[str, int]]:
+    async def apply_received(self, items: Sequence[Received]) -> Applied:
         """Store received envelopes, their inbox rows and the new cursors atomically.
 
         Envelopes at or below a conversation's cursor are skipped (already applied);
-        one we sent ourselves turns our ``sending`` row into ``sent``. Returns the
-        changed timeline items and the cursors that moved.
+        one we sent ourselves turns our ``sending`` row into ``sent``. A ``tool.call``
+        starts its interaction (or is refused with one ``rejected`` result) and an
+        ``interaction.dismiss`` is applied, in the same transaction.
         """
         return await self._db.write(_apply_received_txn, list(items), self._now())
+
+    # --- interactions ------------------------------------------------------------------------
+
+    async def answer(self, interaction_id: str, conversation_id: str, value: Any) -> Outcome:
+        """The person's answer: the first valid one wins; the rest are refused."""
+        return await self._db.write(
+            interaction_store.answer, interaction_id, conversation_id, value, self._now()
+        )
+
+    async def expire_due(self) -> list[Outcome]:
+        return await self._db.write(interaction_store.expire_due, self._now())
+
+    async def fail_interaction(self, interaction_id: str) -> Outcome:
+        return await self._db.write(interaction_store.fail, interaction_id, self._now())
+
+    async def interaction(self, interaction_id: str) -> InteractionRecord | None:
+        return await self._db.read(interaction_store.get, interaction_id)
+
+    async def pending_interactions(self) -> list[InteractionRecord]:
+        return await self._db.read(interaction_store.pending)
+
+    async def next_expiry(self) -> datetime | None:
+        value = await self._db.read(interaction_store.next_expiry)
+        return None if value is None else datetime.fromisoformat(value)
+
+    async def publish_inventory(
+        self, conversation_id: str, inventory: ClientInventory
+    ) -> OutboxItem | None:
+        return await self._db.write(
+            interaction_store.publish_inventory, conversation_id, inventory, self._now()
+        )
+
+    async def open_app_session(
+        self,
+        app_session_id: str,
+        conversation_id: str,
+        agent_id: str,
+        app_scope: str,
+        instance_id: str,
+    ) -> None:
+        await self._db.write(
+            interaction_store.open_app_session,
+            app_session_id,
+            conversation_id,
+            agent_id,
+            app_scope,
+            instance_id,
+            self._now(),
+        )
+
+    async def close_app_session(self, app_session_id: str) -> bool:
+        return await self._db.write(
+            interaction_store.close_app_session, app_session_id, self._now()
+        )
 
     async def timeline(
         self, conversation_id: str, *, before_seq: int | None = None, limit: int = 50
@@ -154,21 +212,6 @@ class RuntimeStore:
 # --- transaction and query functions ------------------------------------------------------
 
 
-def _audit_txn(
-    conn: sqlite3.Connection,
-    at: str,
-    actor: str,
-    action: str,
-    subject: str,
-    outcome: str,
-    code: str | None = None,
-) -> None:
-    conn.execute(
-        "INSERT INTO audit (at, actor, action, subject, outcome, code) VALUES (?, ?, ?, ?, ?, ?)",
-        (at, actor, action, subject, outcome, code),
-    )
-
-
 def _save_session_txn(conn: sqlite3.Connection, session: Session, now: str) -> None:
     conn.executemany(
         "INSERT OR REPLACE INTO session (key, value) VALUES (?, ?)",
@@ -179,7 +222,7 @@ def _save_session_txn(conn: sqlite3.Connection, session: Session, now: str) -> N
             ("token", session.token),
         ],
     )
-    _audit_txn(conn, now, f"user:{session.user_id}", "login", session.server_url, "ok")
+    audit(conn, now, f"user:{session.user_id}", "login", session.server_url, "ok")
 
 
 def _load_session(conn: sqlite3.Connection) -> Session | None:
@@ -192,7 +235,7 @@ def _load_session(conn: sqlite3.Connection) -> Session | None:
 def _clear_session_txn(conn: sqlite3.Connection, now: str) -> None:
     user = conn.execute("SELECT value FROM session WHERE key = 'user_id'").fetchone()
     conn.execute("DELETE FROM session")
-    _audit_txn(conn, now, f"user:{user[0] if user else '?'}", "logout", "session", "ok")
+    audit(conn, now, f"user:{user[0] if user else '?'}", "logout", "session", "ok")
 
 
 def _upsert_conversation_txn(
@@ -212,27 +255,6 @@ def _conversations(conn: sqlite3.Connection) -> list[ConversationInfo]:
     return [ConversationInfo(*row) for row in rows]
 
 
-_TIMELINE_COLUMNS = (
-    "id, conversation_id, envelope_id, seq, type, sender_kind, body, state, error_code, created_at"
-)
-
-
-def _item(row: Sequence[Any]) -> TimelineItem:
-    return TimelineItem(
-        row[0], row[1], row[2], row[3], row[4], row[5], bytes(row[6]), row[7], row[8], row[9]
-    )
-
-
-def _get_item(
-    conn: sqlite3.Connection, conversation_id: str, envelope_id: str
-) -> TimelineItem | None:
-    row = conn.execute(
-        f"SELECT {_TIMELINE_COLUMNS} FROM timeline WHERE conversation_id = ? AND envelope_id = ?",  # noqa: S608
-        (conversation_id, envelope_id),
-    ).fetchone()
-    return _item(row) if row else None
-
-
 def _queue_txn(
     conn: sqlite3.Connection,
     conversation_id: str,
@@ -242,17 +264,8 @@ def _queue_txn(
     body: bytes,
     now: str,
 ) -> TimelineItem:
-    conn.execute(
-        "INSERT INTO timeline (conversation_id, envelope_id, type, sender_kind, body, state,"
-        " created_at) VALUES (?, ?, ?, ?, ?, 'sending', ?)",
-        (conversation_id, envelope_id, type, sender_kind, body, now),
-    )
-    conn.execute(
-        "INSERT INTO outbox (conversation_id, envelope_id, body, created_at) VALUES (?, ?, ?, ?)",
-        (conversation_id, envelope_id, body, now),
-    )
-    _audit_txn(conn, now, sender_kind, "send", f"{conversation_id}/{envelope_id}", "queued", type)
-    item = _get_item(conn, conversation_id, envelope_id)
+    queue(conn, conversation_id, envelope_id, type, sender_kind, body, now)
+    item = get_item(conn, conversation_id, envelope_id)
     assert item is not None
     return item
 
@@ -278,10 +291,10 @@ def _mark_sent_txn(
         (seq, conversation_id, envelope_id, seq),
     ).rowcount
     if removed:
-        _audit_txn(conn, now, "runtime", "send", f"{conversation_id}/{envelope_id}", "acknowledged")
+        audit(conn, now, "runtime", "send", f"{conversation_id}/{envelope_id}", "acknowledged")
     if not updated:
         return None  # the echo came first and already marked it sent: nothing to show
-    return _get_item(conn, conversation_id, envelope_id)
+    return get_item(conn, conversation_id, envelope_id)
 
 
 def _mark_failed_txn(
@@ -296,14 +309,14 @@ def _mark_failed_txn(
         " WHERE conversation_id = ? AND envelope_id = ? AND state = 'sending'",
         (code, conversation_id, envelope_id),
     )
-    _audit_txn(conn, now, "runtime", "send", f"{conversation_id}/{envelope_id}", "refused", code)
-    return _get_item(conn, conversation_id, envelope_id)
+    audit(conn, now, "runtime", "send", f"{conversation_id}/{envelope_id}", "refused", code)
+    return get_item(conn, conversation_id, envelope_id)
 
 
 def _retry_txn(
     conn: sqlite3.Connection, conversation_id: str, envelope_id: str, now: str
 ) -> TimelineItem | None:
-    item = _get_item(conn, conversation_id, envelope_id)
+    item = get_item(conn, conversation_id, envelope_id)
     if item is None or item.state != "failed":
         return None
     conn.execute(
@@ -313,15 +326,28 @@ def _retry_txn(
         "INSERT INTO outbox (conversation_id, envelope_id, body, created_at) VALUES (?, ?, ?, ?)",
         (conversation_id, envelope_id, item.body, now),
     )
-    _audit_txn(conn, now, item.sender_kind, "send", f"{conversation_id}/{envelope_id}", "retried")
-    return _get_item(conn, conversation_id, envelope_id)
+    audit(conn, now, item.sender_kind, "send", f"{conversation_id}/{envelope_id}", "retried")
+    return get_item(conn, conversation_id, envelope_id)
 
 
-def _apply_received_txn(
-    conn: sqlite3.Connection, items: list[Received], now: str
-) -> tuple[list[TimelineItem], dict[str, int]]:
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What one batch of received envelopes changed."""
+
+    items: list[TimelineItem]
+    """Timeline rows to show again (new, changed, or whose interaction changed)."""
+    cursors: dict[str, int]
+    """Conversations whose cursor moved, and where to."""
+    outbox: list[OutboxItem]
+    """Envelopes the batch queued (tool results) to send now."""
+    expiry_changed: bool = False
+
+
+def _apply_received_txn(conn: sqlite3.Connection, items: list[Received], now: str) -> Applied:
     applied: list[TimelineItem] = []
     cursors: dict[str, int] = {}
+    outbox: list[OutboxItem] = []
+    expiry_changed = False
     for item in items:
         cursor = cursors.get(item.conversation_id)
         if cursor is None:
@@ -346,7 +372,7 @@ def _apply_received_txn(
                     now,
                 ),
             )
-            _audit_txn(
+            audit(
                 conn,
                 now,
                 "appserver",
@@ -356,7 +382,7 @@ def _apply_received_txn(
                 item.code,
             )
             continue
-        existing = _get_item(conn, item.conversation_id, item.envelope_id)
+        existing = get_item(conn, item.conversation_id, item.envelope_id)
         if existing is not None and existing.state == "sent" and existing.seq == item.seq:
             continue  # our own envelope's echo, after its ack: nothing changes
         if existing is not None:
@@ -389,12 +415,22 @@ def _apply_received_txn(
                     " VALUES (?, ?, ?)",
                     (item.app_scope, item.conversation_id, item.envelope_id),
                 )
-        stored = _get_item(conn, item.conversation_id, item.envelope_id)
+            outcome = None
+            if item.call is not None:
+                outcome = interaction_store.create(conn, item, item.call, now)
+                expiry_changed = expiry_changed or outcome is not None
+            elif item.dismiss is not None:
+                outcome = interaction_store.dismiss(conn, item.conversation_id, item.dismiss, now)
+                if outcome.card is not None:
+                    applied.append(outcome.card)
+            if outcome is not None and outcome.outbox is not None:
+                outbox.append(outcome.outbox)
+        stored = get_item(conn, item.conversation_id, item.envelope_id)
         assert stored is not None
         applied.append(stored)
     for conversation_id, cursor in cursors.items():
         conn.execute("UPDATE conversations SET cursor = ? WHERE id = ?", (cursor, conversation_id))
-    return applied, cursors
+    return Applied(applied, cursors, outbox, expiry_changed)
 
 
 def _timeline(
@@ -402,8 +438,7 @@ def _timeline(
 ) -> list[TimelineItem]:
     if before_seq is None:
         pending = conn.execute(
-            f"SELECT {_TIMELINE_COLUMNS} FROM timeline"  # noqa: S608
-            " WHERE conversation_id = ? AND seq IS NULL ORDER BY id",
+            f"{TIMELINE_SELECT} WHERE t.conversation_id = ? AND t.seq IS NULL ORDER BY t.id",
             (conversation_id,),
         ).fetchall()
         bound = 2**62
@@ -411,11 +446,11 @@ def _timeline(
         pending = []
         bound = before_seq
     synced = conn.execute(
-        f"SELECT {_TIMELINE_COLUMNS} FROM timeline"  # noqa: S608
-        " WHERE conversation_id = ? AND seq IS NOT NULL AND seq < ? ORDER BY seq DESC LIMIT ?",
+        f"{TIMELINE_SELECT} WHERE t.conversation_id = ? AND t.seq IS NOT NULL AND t.seq < ?"
+        " ORDER BY t.seq DESC LIMIT ?",
         (conversation_id, bound, limit),
     ).fetchall()
-    return [_item(row) for row in reversed(synced)] + [_item(row) for row in pending]
+    return [timeline_item(row) for row in [*reversed(synced), *pending]]
 
 
 def _rejections(conn: sqlite3.Connection) -> list[tuple[str, int, str, int]]:

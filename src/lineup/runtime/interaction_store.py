@@ -1,0 +1,432 @@
+"""Transaction functions for the standard interactions (run on the store's writer).
+
+Each function that can end an interaction reads the row, asks
+``interactions.decide`` and, when the action wins, updates the row guarded by
+``state = 'pending'`` and queues the single ``tool.result`` in the same
+transaction. Losers get a refusal code and write nothing but an audit row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import msgspec
+
+from lineup.protocol import (
+    ClientInventoryEnvelope,
+    ErrorCode,
+    Sender,
+    ToolResultEnvelope,
+    encode,
+    payloads,
+)
+from lineup.protocol.interactions import Interaction, check_answer, parse_arguments
+
+from .interactions import FINAL, RESULT_ERROR, RESULT_STATUS, Event, State, decide
+from .records import (
+    DismissIntent,
+    InteractionRecord,
+    OutboxItem,
+    Received,
+    TimelineItem,
+    ToolCallIntent,
+)
+from .tables import INTERACTION_COLUMNS, audit, get_item, interaction, queue, runtime_sender_id
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one action did. ``won``: it made the interaction final (and queued the
+    result); ``code``: why it was refused otherwise. ``card`` is the ``tool.call``
+    row with its new record, to show; ``outbox`` the result to send."""
+
+    interaction: InteractionRecord | None
+    won: bool = False
+    code: str | None = None
+    card: TimelineItem | None = None
+    outbox: OutboxItem | None = None
+
+
+def _parse_time(value: str) -> datetime:
+    return datetime.fromisoformat(value)
+
+
+def _format_time(value: datetime) -> str:
+    return value.isoformat(timespec="milliseconds")
+
+
+def get(conn: sqlite3.Connection, interaction_id: str) -> InteractionRecord | None:
+    row = conn.execute(
+        f"SELECT {INTERACTION_COLUMNS} FROM interactions WHERE id = ?",  # noqa: S608
+        (interaction_id,),
+    ).fetchone()
+    return interaction(row) if row else None
+
+
+def by_call(
+    conn: sqlite3.Connection, conversation_id: str, call_id: str
+) -> InteractionRecord | None:
+    row = conn.execute(
+        f"SELECT {INTERACTION_COLUMNS} FROM interactions"  # noqa: S608
+        " WHERE conversation_id = ? AND call_id = ?",
+        (conversation_id, call_id),
+    ).fetchone()
+    return interaction(row) if row else None
+
+
+def pending(conn: sqlite3.Connection) -> list[InteractionRecord]:
+    rows = conn.execute(
+        f"SELECT {INTERACTION_COLUMNS} FROM interactions"  # noqa: S608
+        " WHERE state = 'pending' ORDER BY expires_at, id"
+    ).fetchall()
+    return [interaction(row) for row in rows]
+
+
+def next_expiry(conn: sqlite3.Connection) -> str | None:
+    row = conn.execute(
+        "SELECT MIN(expires_at) FROM interactions WHERE state = 'pending'"
+    ).fetchone()
+    return row[0] if row else None
+
+
+def spec_of(record: InteractionRecord) -> Interaction:
+    """The stored, already validated arguments, parsed again for checking an answer."""
+    parsed = parse_arguments(record.tool, msgspec.json.decode(record.arguments))
+    if not isinstance(parsed, Interaction):  # stored rows were valid when written
+        raise RuntimeError("stored interaction arguments no longer parse")
+    return parsed
+
+
+# --- creating ------------------------------------------------------------------------------
+
+
+def create(
+    conn: sqlite3.Connection, received: Received, intent: ToolCallIntent, now: str
+) -> Outcome | None:
+    """Handle a ``tool.call`` whose timeline row was just stored. ``None`` for a
+    duplicate call id (its one result was already decided: nothing is sent again)."""
+    conversation_id = received.conversation_id
+    subject = f"{conversation_id}/{intent.call_id}"
+    if _call_spent(conn, conversation_id, intent.call_id):
+        audit(conn, now, "agent", "tool.call", subject, "duplicate", ErrorCode.CALL_ALREADY_FINAL)
+        return None
+    agent = conn.execute(
+        "SELECT agent_id FROM conversations WHERE id = ?", (conversation_id,)
+    ).fetchone()
+    code: str | None = None
+    if agent is None or agent[0] != intent.sender_id:
+        code = ErrorCode.SENDER_MISMATCH
+    elif intent.refusal is not None:
+        code = intent.refusal.code
+    elif intent.app_session_id is not None and not _app_session_usable(
+        conn, intent.app_session_id, conversation_id, intent.sender_id
+    ):
+        code = ErrorCode.APP_SESSION_NOT_FOUND
+    if code is not None or intent.interaction is None:
+        code = code or ErrorCode.TOOL_INPUT_INVALID
+        conn.execute(
+            "INSERT INTO refused_calls (conversation_id, call_id, envelope_id, code, at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (conversation_id, intent.call_id, received.envelope_id, code, now),
+        )
+        message = intent.refusal.message if intent.refusal is not None else code
+        rejected = _queue_result(
+            conn,
+            conversation_id,
+            intent.call_id,
+            payloads.ToolResult(
+                call_id=intent.call_id,
+                status="rejected",
+                error=payloads.ErrorInfo(code=code, message=message[:1024] or code),
+            ),
+            now,
+        )
+        audit(conn, now, "agent", "tool.call", subject, "rejected", code)
+        return Outcome(None, code=code, outbox=rejected)
+
+    spec = intent.interaction
+    delay = spec.expires_in_ms
+    expires_at = (
+        None if delay is None else _format_time(_parse_time(now) + timedelta(milliseconds=delay))
+    )
+    interaction_id = f"int_{uuid.uuid4().hex}"
+    state = State.PENDING if delay is not None else State.ACCEPTED
+    conn.execute(
+        "INSERT INTO interactions (id, conversation_id, call_id, envelope_id, agent_id,"
+        " app_session_id, tool, arguments, state, created_at, expires_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            interaction_id,
+            conversation_id,
+            intent.call_id,
+            received.envelope_id,
+            intent.sender_id,
+            intent.app_session_id,
+            spec.tool,
+            msgspec.json.encode(spec.arguments),
+            state.value,
+            now,
+            expires_at,
+        ),
+    )
+    audit(conn, now, "agent", "interaction", subject, "created", spec.kind)
+    outbox: OutboxItem | None = None
+    if state is State.ACCEPTED:  # a notice: stored and shown is all it waits for
+        outbox = _finish_row(conn, interaction_id, State.ACCEPTED, {}, None, now, pending=False)
+    record = get(conn, interaction_id)
+    assert record is not None
+    return Outcome(record, won=state is State.ACCEPTED, outbox=outbox)
+
+
+def _call_spent(conn: sqlite3.Connection, conversation_id: str, call_id: str) -> bool:
+    for table in ("interactions", "refused_calls"):
+        row = conn.execute(
+            f"SELECT 1 FROM {table} WHERE conversation_id = ? AND call_id = ?",  # noqa: S608
+            (conversation_id, call_id),
+        ).fetchone()
+        if row is not None:
+            return True
+    return False
+
+
+def _app_session_usable(
+    conn: sqlite3.Connection, app_session_id: str, conversation_id: str, agent_id: str
+) -> bool:
+    """A real sub-session of this conversation and agent; a closed one is still valid
+    history context (it is not revived)."""
+    row = conn.execute(
+        "SELECT 1 FROM app_sessions WHERE id = ? AND conversation_id = ? AND agent_id = ?",
+        (app_session_id, conversation_id, agent_id),
+    ).fetchone()
+    return row is not None
+
+
+# --- ending --------------------------------------------------------------------------------
+
+
+def act(
+    conn: sqlite3.Connection,
+    record: InteractionRecord,
+    event: Event,
+    now: str,
+    *,
+    actor: str,
+    answer: Any = None,
+) -> Outcome:
+    """Apply one action to one interaction: the single place where results are made."""
+    subject = f"{record.conversation_id}/{record.call_id}"
+    decision = decide(
+        State(record.state),
+        event,
+        now=_parse_time(now),
+        expires_at=None if record.expires_at is None else _parse_time(record.expires_at),
+    )
+    if decision.to is None:
+        audit(conn, now, actor, event.value, subject, "refused", decision.refusal)
+        return Outcome(record, code=decision.refusal)
+    result: dict[str, Any] | None = None
+    if decision.effective is Event.ANSWER:
+        checked = check_answer(spec_of(record), answer)
+        if not isinstance(checked, dict):
+            audit(conn, now, actor, event.value, subject, "refused", checked.code)
+            return Outcome(record, code=checked.code)
+        result = checked
+    outbox = _finish_row(conn, record.id, decision.to, result, None, now, pending=True)
+    if outbox is None:  # cannot happen inside the writer's transaction; be safe anyway
+        return Outcome(record, code=ErrorCode.CALL_ALREADY_FINAL)
+    audit(conn, now, actor, decision.effective.value, subject, decision.to.value)
+    updated = get(conn, record.id)
+    card = get_item(conn, record.conversation_id, record.envelope_id)
+    won = decision.effective is event
+    return Outcome(updated, won=won, code=decision.refusal, card=card, outbox=outbox)
+
+
+def _finish_row(
+    conn: sqlite3.Connection,
+    interaction_id: str,
+    to: State,
+    result: dict[str, Any] | None,
+    code: str | None,
+    now: str,
+    *,
+    pending: bool,
+) -> OutboxItem | None:
+    assert to in FINAL
+    guard = "pending" if pending else to.value
+    record = get(conn, interaction_id)
+    assert record is not None
+    error = RESULT_ERROR.get(to)
+    changed = conn.execute(
+        "UPDATE interactions SET state = ?, final_at = ?, result = ?, code = ?,"
+        " result_envelope_id = ? WHERE id = ? AND state = ?",
+        (
+            to.value,
+            now,
+            None if result is None else msgspec.json.encode(result),
+            error[0].value if error else code,
+            _result_envelope_id(record.conversation_id, record.call_id),
+            interaction_id,
+            guard,
+        ),
+    ).rowcount
+    if not changed:
+        return None
+    return _queue_result(
+        conn,
+        record.conversation_id,
+        record.call_id,
+        payloads.ToolResult(
+            call_id=record.call_id,
+            status=RESULT_STATUS[to],
+            result=result if error is None else None,
+            error=None if error is None else payloads.ErrorInfo(code=error[0], message=error[1]),
+        ),
+        now,
+    )
+
+
+def _result_envelope_id(conversation_id: str, call_id: str) -> str:
+    """One id per call: even a second result could never be stored twice upstream."""
+    digest = hashlib.sha256(f"{conversation_id}\x00{call_id}".encode()).hexdigest()[:32]
+    return f"res_{digest}"
+
+
+def _queue_result(
+    conn: sqlite3.Connection,
+    conversation_id: str,
+    call_id: str,
+    result: payloads.ToolResult,
+    now: str,
+) -> OutboxItem:
+    envelope = ToolResultEnvelope(
+        id=_result_envelope_id(conversation_id, call_id),
+        conversation_id=conversation_id,
+        sender=Sender(kind="runtime", id=runtime_sender_id(conn)),
+        created_at=_parse_time(now),
+        payload=result,
+    )
+    return queue(
+        conn, conversation_id, envelope.id, envelope.type, "runtime", encode(envelope), now
+    )
+
+
+def answer(
+    conn: sqlite3.Connection,
+    interaction_id: str,
+    conversation_id: str,
+    value: Any,
+    now: str,
+) -> Outcome:
+    record = get(conn, interaction_id)
+    if record is None or record.conversation_id != conversation_id:
+        audit(conn, now, "user", "answer", interaction_id[:64], "refused", "interaction_not_found")
+        return Outcome(None, code=ErrorCode.INTERACTION_NOT_FOUND)
+    return act(conn, record, Event.ANSWER, now, actor="user", answer=value)
+
+
+def dismiss(
+    conn: sqlite3.Connection, conversation_id: str, intent: DismissIntent, now: str
+) -> Outcome:
+    """``interaction.dismiss`` from the agent: idempotent by ``control_id``."""
+    replay = conn.execute(
+        "SELECT outcome FROM interaction_controls WHERE conversation_id = ? AND control_id = ?",
+        (conversation_id, intent.control_id),
+    ).fetchone()
+    subject = f"{conversation_id}/{intent.call_id}"
+    if replay is not None:
+        audit(conn, now, "agent", "dismiss", subject, "replayed", replay[0])
+        return Outcome(by_call(conn, conversation_id, intent.call_id), code=replay[0])
+    record = by_call(conn, conversation_id, intent.call_id)
+    agent = conn.execute(
+        "SELECT agent_id FROM conversations WHERE id = ?", (conversation_id,)
+    ).fetchone()
+    if record is None or agent is None or agent[0] != intent.sender_id:
+        outcome = Outcome(None, code=ErrorCode.INTERACTION_NOT_FOUND)
+        audit(conn, now, "agent", "dismiss", subject, "refused", outcome.code)
+    else:
+        outcome = act(conn, record, Event.DISMISS, now, actor="agent")
+    receipt = State.DISMISSED.value if outcome.won else (outcome.code or "refused")
+    conn.execute(
+        "INSERT INTO interaction_controls (conversation_id, control_id, call_id, outcome, at)"
+        " VALUES (?, ?, ?, ?, ?)",
+        (conversation_id, intent.control_id, intent.call_id, receipt, now),
+    )
+    return outcome
+
+
+def expire_due(conn: sqlite3.Connection, now: str) -> list[Outcome]:
+    rows = conn.execute(
+        f"SELECT {INTERACTION_COLUMNS} FROM interactions"  # noqa: S608
+        " WHERE state = 'pending' AND expires_at <= ? ORDER BY expires_at",
+        (now,),
+    ).fetchall()
+    return [act(conn, interaction(row), Event.EXPIRE, now, actor="runtime") for row in rows]
+
+
+def fail(conn: sqlite3.Connection, interaction_id: str, now: str) -> Outcome:
+    record = get(conn, interaction_id)
+    if record is None:
+        return Outcome(None, code=ErrorCode.INTERACTION_NOT_FOUND)
+    return act(conn, record, Event.FAIL, now, actor="runtime")
+
+
+# --- inventory and app sessions --------------------------------------------------------------
+
+
+def publish_inventory(
+    conn: sqlite3.Connection, conversation_id: str, inventory: payloads.ClientInventory, now: str
+) -> OutboxItem | None:
+    """Queue the inventory to a conversation unless that revision was already queued."""
+    row = conn.execute(
+        "SELECT revision FROM inventory_published WHERE conversation_id = ?", (conversation_id,)
+    ).fetchone()
+    if row is not None and row[0] == inventory.revision:
+        return None
+    envelope = ClientInventoryEnvelope(
+        id=f"inv_{uuid.uuid4().hex}",
+        conversation_id=conversation_id,
+        sender=Sender(kind="runtime", id=runtime_sender_id(conn)),
+        created_at=_parse_time(now),
+        payload=inventory,
+    )
+    conn.execute(
+        "INSERT INTO inventory_published (conversation_id, revision, at) VALUES (?, ?, ?)"
+        " ON CONFLICT (conversation_id) DO UPDATE SET revision = excluded.revision,"
+        " at = excluded.at",
+        (conversation_id, inventory.revision, now),
+    )
+    return queue(
+        conn, conversation_id, envelope.id, envelope.type, "runtime", encode(envelope), now
+    )
+
+
+def open_app_session(
+    conn: sqlite3.Connection,
+    app_session_id: str,
+    conversation_id: str,
+    agent_id: str,
+    app_scope: str,
+    instance_id: str,
+    now: str,
+) -> None:
+    conn.execute(
+        "INSERT INTO app_sessions (id, conversation_id, agent_id, app_scope, instance_id, state,"
+        " opened_at) VALUES (?, ?, ?, ?, ?, 'open', ?)",
+        (app_session_id, conversation_id, agent_id, app_scope, instance_id, now),
+    )
+
+
+def close_app_session(conn: sqlite3.Connection, app_session_id: str, now: str) -> bool:
+    return (
+        conn.execute(
+            "UPDATE app_sessions SET state = 'closed', closed_at = ?"
+            " WHERE id = ? AND state = 'open'",
+            (now, app_session_id),
+        ).rowcount
+        > 0
+    )

@@ -1,0 +1,118 @@
+"""Row helpers shared by the store's transaction functions (one SQLite connection,
+always called inside a transaction of the writer or a read of a reader)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from .records import InteractionRecord, OutboxItem, TimelineItem
+
+
+def audit(
+    conn: sqlite3.Connection,
+    at: str,
+    actor: str,
+    action: str,
+    subject: str,
+    outcome: str,
+    code: str | None = None,
+) -> None:
+    """One audit row: ids, types and codes only, never content."""
+    conn.execute(
+        "INSERT INTO audit (at, actor, action, subject, outcome, code) VALUES (?, ?, ?, ?, ?, ?)",
+        (at, actor, action, subject, outcome, code),
+    )
+
+
+INTERACTION_COLUMNS = (
+    "id, conversation_id, call_id, envelope_id, agent_id, app_session_id, tool, arguments,"
+    " state, created_at, expires_at, final_at, result, code"
+)
+TIMELINE_SELECT = (
+    "SELECT t.id, t.conversation_id, t.envelope_id, t.seq, t.type, t.sender_kind, t.body,"
+    " t.state, t.error_code, t.created_at, i.id, i.conversation_id, i.call_id, i.envelope_id,"
+    " i.agent_id, i.app_session_id, i.tool, i.arguments, i.state, i.created_at, i.expires_at,"
+    " i.final_at, i.result, i.code"
+    " FROM timeline t LEFT JOIN interactions i"
+    " ON i.conversation_id = t.conversation_id AND i.envelope_id = t.envelope_id"
+)
+"""Timeline rows with the interaction each ``tool.call`` row started, if any."""
+
+
+def interaction(row: Sequence[Any]) -> InteractionRecord:
+    return InteractionRecord(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        row[5],
+        row[6],
+        bytes(row[7]),
+        row[8],
+        row[9],
+        row[10],
+        row[11],
+        None if row[12] is None else bytes(row[12]),
+        row[13],
+    )
+
+
+def timeline_item(row: Sequence[Any]) -> TimelineItem:
+    return TimelineItem(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        row[5],
+        bytes(row[6]),
+        row[7],
+        row[8],
+        row[9],
+        interaction(row[10:]) if row[10] is not None else None,
+    )
+
+
+def get_item(
+    conn: sqlite3.Connection, conversation_id: str, envelope_id: str
+) -> TimelineItem | None:
+    row = conn.execute(
+        f"{TIMELINE_SELECT} WHERE t.conversation_id = ? AND t.envelope_id = ?",
+        (conversation_id, envelope_id),
+    ).fetchone()
+    return timeline_item(row) if row else None
+
+
+def queue(
+    conn: sqlite3.Connection,
+    conversation_id: str,
+    envelope_id: str,
+    type: str,
+    sender_kind: str,
+    body: bytes,
+    now: str,
+) -> OutboxItem:
+    """Show an envelope of ours as ``sending`` and put it in the outbox."""
+    conn.execute(
+        "INSERT INTO timeline (conversation_id, envelope_id, type, sender_kind, body, state,"
+        " created_at) VALUES (?, ?, ?, ?, ?, 'sending', ?)",
+        (conversation_id, envelope_id, type, sender_kind, body, now),
+    )
+    cursor = conn.execute(
+        "INSERT INTO outbox (conversation_id, envelope_id, body, created_at) VALUES (?, ?, ?, ?)",
+        (conversation_id, envelope_id, body, now),
+    )
+    audit(conn, now, sender_kind, "send", f"{conversation_id}/{envelope_id}", "queued", type)
+    assert cursor.lastrowid is not None
+    return OutboxItem(cursor.lastrowid, conversation_id, envelope_id, body)
+
+
+def runtime_sender_id(conn: sqlite3.Connection) -> str:
+    """The Runtime speaks for its user: ``sender = {"kind": "runtime", "id": user_id}``."""
+    row = conn.execute("SELECT value FROM session WHERE key = 'user_id'").fetchone()
+    if row is None:
+        raise RuntimeError("the Runtime has no session")
+    return str(row[0])
