@@ -1,11 +1,23 @@
 """The agent SDK: connect an agent process to a LineUp AppServer."""
 
 from lineup.client import Backoff
+from lineup.protocol.interactions import ChoiceOption
+from lineup.protocol.payloads import ToolResult
 
 from .agent import Agent
 from .conversation import Conversation, new_envelope_id
 from .cursor import CursorStore, FileCursorStore, MemoryCursorStore, default_cursor_path
-from .errors import AgentClosed, AgentError, AuthenticationFailed, SendRejected
+from .errors import (
+    AgentClosed,
+    AgentError,
+    AuthenticationFailed,
+    Dismissed,
+    Expired,
+    InteractionError,
+    InteractionFailed,
+    InteractionRejected,
+    SendRejected,
+)
 
 __all__ = [
     "Agent",
@@ -13,11 +25,18 @@ __all__ = [
     "AgentError",
     "AuthenticationFailed",
     "Backoff",
+    "ChoiceOption",
     "Conversation",
     "CursorStore",
+    "Dismissed",
+    "Expired",
     "FileCursorStore",
+    "InteractionError",
+    "InteractionFailed",
+    "InteractionRejected",
     "MemoryCursorStore",
     "SendRejected",
+    "ToolResult",
     "default_cursor_path",
     "new_envelope_id",
 ]

@@ -10,6 +10,7 @@ their client-made ids.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -30,7 +31,7 @@ from lineup.protocol import (
     decode,
 )
 
-from .conversation import Clock, Conversation, utcnow
+from .conversation import Clock, Conversation, HandlerScope, handler_scope, utcnow
 from .cursor import CursorStore, FileCursorStore, default_cursor_path
 from .errors import AgentClosed, AuthenticationFailed, SendRejected
 
@@ -42,6 +43,7 @@ ConversationHandler = Callable[[Conversation], Awaitable[Any]]
 H = TypeVar("H", bound=Callable[..., Awaitable[Any]])
 
 _QUEUE_LIMIT = 10_000
+_HISTORY_PAGE = 500
 
 
 class Agent:
@@ -82,6 +84,8 @@ class Agent:
         self._saver_closing = False
         self._queues: dict[str, asyncio.Queue[tuple[int, Envelope | None]]] = {}
         self._tasks: asyncio.TaskGroup | None = None
+        self._stopped = asyncio.Event()
+        self._history = _History(self)
         self.ready = asyncio.Event()
         self.connection = Connection(
             stream_url(self.server_url),
@@ -144,7 +148,12 @@ class Agent:
             await saver  # the last handled cursors are on disk when run() returns
 
     async def stop(self) -> None:
+        self._stopped.set()
         await self.connection.close()
+        for conversation in self.conversations.values():
+            # A handler waiting for an answer ends with AgentClosed; its cursor stays,
+            # so a restarted agent replays it and asks the same call again.
+            conversation._close()
         for queue in self._queues.values():
             queue.put_nowait((0, None))
 
@@ -180,6 +189,9 @@ class Agent:
             log.warning("AppServer reported an error", extra={"code": str(frame.error.code)})
 
     async def _on_envelope(self, frame: wire.EnvelopeFrame) -> None:
+        """Note results and inventories on their conversation at once (a handler may be
+        waiting for one while it holds the queue), then queue the envelope for the
+        handlers and the cursor."""
         conversation_id = frame.conversation_id
         if frame.seq <= self._received.get(conversation_id, 0):
             return  # replayed after a reconnect; already queued or handled
@@ -201,6 +213,8 @@ class Agent:
                 "envelope for an unknown conversation", extra={"conversation_id": conversation_id}
             )
             return
+        if envelope is not None:
+            self.conversations[conversation_id]._observe(frame.seq, envelope)
         queue = self._queues.get(conversation_id)
         if queue is None:
             self._start_worker(self.conversations[conversation_id])
@@ -218,6 +232,7 @@ class Agent:
             title=conversation.title,
             connection=self.connection,
             clock=self.clock,
+            history=self._history,
         )
         self.conversations[conversation.id] = created
         return created
@@ -233,8 +248,9 @@ class Agent:
         self, conversation: Conversation, queue: asyncio.Queue[tuple[int, Envelope | None]]
     ) -> None:
         if conversation.id not in self._handled:
-            for handler in self._conversation_handlers:
-                await self._call(handler, conversation)
+            for index, handler in enumerate(self._conversation_handlers):
+                scope = HandlerScope("conversation", _handler_key("conversation", index, handler))
+                await self._call(handler, conversation, scope=scope)
         while True:
             seq, envelope = await queue.get()
             if seq == 0:
@@ -263,13 +279,22 @@ class Agent:
                 return
 
     async def _dispatch(self, conversation: Conversation, envelope: Envelope) -> None:
+        trigger = f"envelope:{envelope.id}"
         if isinstance(envelope, MessageEnvelope):
-            for handler in self._message_handlers:
-                await self._call(handler, conversation, envelope)
-        for event_handler in self._event_handlers.get(envelope.type, ()):
-            await self._call(event_handler, conversation, envelope)
+            for index, handler in enumerate(self._message_handlers):
+                scope = HandlerScope(trigger, _handler_key("message", index, handler))
+                await self._call(handler, conversation, envelope, scope=scope)
+        kind = f"event:{envelope.type}"
+        for index, event_handler in enumerate(self._event_handlers.get(envelope.type, ())):
+            scope = HandlerScope(trigger, _handler_key(kind, index, event_handler))
+            await self._call(event_handler, conversation, envelope, scope=scope)
 
-    async def _call(self, handler: Callable[..., Awaitable[Any]], *args: Any) -> None:
+    async def _call(
+        self, handler: Callable[..., Awaitable[Any]], *args: Any, scope: HandlerScope
+    ) -> None:
+        # The scope makes interactions asked by this handler invocation get ids derived
+        # from what triggered it, so a replay after a restart asks the same calls.
+        token = handler_scope.set(scope)
         try:
             await handler(*args)
         except AgentClosed:
@@ -278,6 +303,52 @@ class Agent:
             # A failing handler must not stop the conversation; the error is the
             # agent author's to see, without the envelope's content.
             log.exception("handler failed", extra={"handler": getattr(handler, "__name__", "?")})
+        finally:
+            handler_scope.reset(token)
+
+    async def _read_history_page(self, conversation_id: str, since: int) -> list[tuple[int, bytes]]:
+        """One page of a conversation's stored log, through the AppServer's HTTP read API;
+        an unreachable or unavailable AppServer is retried with backoff until ``stop()``."""
+        backoff = Backoff()
+        url = f"/v1/conversations/{conversation_id}/envelopes"
+        params = {"since": since, "limit": _HISTORY_PAGE}
+        while True:
+            if self._stopped.is_set():
+                raise AgentClosed("the agent stopped")
+            try:
+                async with httpx.AsyncClient(
+                    base_url=self.server_url, headers=self._auth, timeout=30
+                ) as http:
+                    response = await http.get(url, params=params)
+            except httpx.TransportError:
+                log.info(
+                    "history read failed; retrying", extra={"conversation_id": conversation_id}
+                )
+            else:
+                if response.status_code not in (502, 503, 504):
+                    page = msgspec.json.decode(_checked_bytes(response), type=wire.EnvelopePage)
+                    return [(item.seq, bytes(item.envelope)) for item in page.envelopes]
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopped.wait(), backoff.next_delay())
+
+
+class _History:
+    """What a conversation reads when the stream will not replay it (before the cursor)."""
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
+
+    def streamed_after(self, conversation_id: str) -> int:
+        return self._agent._received.get(conversation_id, 0)
+
+    async def read_page(self, conversation_id: str, since: int) -> list[tuple[int, bytes]]:
+        return await self._agent._read_history_page(conversation_id, since)
+
+
+def _handler_key(kind: str, index: int, handler: Callable[..., Any]) -> str:
+    """Stable across restarts: where the handler is registered and what it is called."""
+    name = getattr(handler, "__qualname__", None) or type(handler).__qualname__
+    return f"{kind}:{index}:{getattr(handler, '__module__', '')}.{name}"
 
 
 _JSON = {"Content-Type": "application/json"}
@@ -285,11 +356,16 @@ _JSON = {"Content-Type": "application/json"}
 
 async def _checked(response_awaitable: Awaitable[httpx.Response]) -> Any:
     response = await response_awaitable
+    _checked_bytes(response)
+    return response.json()
+
+
+def _checked_bytes(response: httpx.Response) -> bytes:
     if response.status_code == 401:
         raise AuthenticationFailed("the AppServer refused the API key")
     if response.status_code >= 400:
         raise SendRejected(msgspec.json.decode(response.content, type=ErrorResponse).error)
-    return response.json()
+    return response.content
 
 
 def _conversation(data: dict[str, Any]) -> wire.Conversation:

@@ -67,6 +67,8 @@ def item_view(item: TimelineItem, *, unread: bool = False) -> ItemView | None:
     envelope = decode(item.body)
     if isinstance(envelope, HIDDEN):
         return None
+    if isinstance(envelope, ErrorEnvelope) and item.sender_kind == "runtime":
+        return None  # the Runtime's receipt to the agent (a dismiss of an unknown call)
     if isinstance(envelope, ToolCallEnvelope) and item.interaction is None:
         return None  # a refused call: it created nothing; the agent got its rejection
     html: str | None = None

@@ -20,6 +20,7 @@ import msgspec
 from lineup.protocol import (
     ClientInventoryEnvelope,
     ErrorCode,
+    ErrorEnvelope,
     Sender,
     ToolResultEnvelope,
     encode,
@@ -346,7 +347,21 @@ def dismiss(
         "SELECT agent_id FROM conversations WHERE id = ?", (conversation_id,)
     ).fetchone()
     if record is None or agent is None or agent[0] != intent.sender_id:
-        outcome = Outcome(None, code=ErrorCode.INTERACTION_NOT_FOUND)
+        # Nothing to end. The agent still gets an answer, once per control: an error
+        # envelope referring to its dismiss (never a tool.result: there is no call).
+        error = ErrorEnvelope(
+            id=f"err_{_result_envelope_id(conversation_id, intent.control_id)[4:]}",
+            conversation_id=conversation_id,
+            sender=Sender(kind="runtime", id=runtime_sender_id(conn)),
+            created_at=_parse_time(now),
+            payload=payloads.Error(
+                code=ErrorCode.INTERACTION_NOT_FOUND,
+                message="no interaction with this call id in this conversation",
+                ref_id=intent.envelope_id,
+            ),
+        )
+        notice = queue(conn, conversation_id, error.id, error.type, "runtime", encode(error), now)
+        outcome = Outcome(None, code=ErrorCode.INTERACTION_NOT_FOUND, outbox=notice)
         audit(conn, now, "agent", "dismiss", subject, "refused", outcome.code)
     else:
         outcome = act(conn, record, Event.DISMISS, now, actor="agent")

@@ -105,6 +105,7 @@ class DismissIntent:
     control_id: str
     call_id: str
     sender_id: str
+    envelope_id: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -441,7 +441,7 @@ def classify(
         call = _call_intent(result, inventory)
     elif isinstance(result, InteractionDismissEnvelope):
         p = result.payload
-        dismiss = DismissIntent(p.control_id, p.call_id, result.sender.id)
+        dismiss = DismissIntent(p.control_id, p.call_id, result.sender.id, result.id)
     for_interact = result.sender.kind == "agent" and dismiss is None  # a control, not content
     return Received(
         conversation_id,
