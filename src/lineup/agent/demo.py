@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from lineup.protocol import MessageEnvelope
 from lineup.protocol.fields import MAX_TEXT_CHARS
 
 from .agent import Agent
 from .conversation import Conversation
+from .errors import Dismissed, Expired, InteractionError
 
 HELP = """I am the LineUp demo agent. I understand:
 
 - `/help`: this list
+- `/notice`: I show you a notice card
+- `/choose`: I ask you to pick one option (`/choose many`: several)
+- `/confirm`: I ask you to confirm something
+- `/ask`: I ask you to type an answer
 - anything else: I say it back to you
 
-Messages, order and delivery are real: stop me, restart me, and nothing is lost or repeated."""
+Questions wait for you for 5 minutes; I read your other messages once you have
+answered. Messages, order and delivery are real: stop me, restart me, reload the
+page or restart the client, and nothing is lost or repeated."""
+
+WAIT = timedelta(minutes=5)
+COLOURS = {"blue": "Blue", "green": "Green", "orange": "Orange", "purple": "Purple"}
 
 
 def build_demo_agent(agent: Agent) -> Agent:
@@ -28,13 +40,66 @@ def build_demo_agent(agent: Agent) -> Agent:
     @agent.on_message
     async def answer(conversation: Conversation, message: MessageEnvelope) -> None:
         text = message.payload.text.strip()
+        command, _, rest = text.partition(" ")
         reply_id = f"reply.{message.id}"[:128]
-        if text == "/help":
-            await conversation.send_markdown(HELP, reply_to=message.id, envelope_id=reply_id)
-        else:
+        try:
+            reply = await _command(conversation, command, rest.strip())
+        except Expired:
+            reply = "You did not answer in time, so I let that question go."
+        except Dismissed:
+            reply = "I withdrew that question."
+        except InteractionError as exc:
+            reply = f"That question could not be asked (`{exc.code}`)."
+        if reply is None:
             echoed = message.payload.text[: MAX_TEXT_CHARS - 16]
-            await conversation.send_markdown(
-                f"You said: {echoed}", reply_to=message.id, envelope_id=reply_id
-            )
+            reply = f"You said: {echoed}"
+        await conversation.send_markdown(reply, reply_to=message.id, envelope_id=reply_id)
 
     return agent
+
+
+async def _command(conversation: Conversation, command: str, rest: str) -> str | None:
+    """The reply to a command, or ``None`` when the message is not one."""
+    if command == "/help":
+        return HELP
+    if command == "/notice":
+        await conversation.notify(
+            rest or "Your weekly report is ready. Nothing needs your attention.",
+            title="Notice",
+            level="info",
+        )
+        return "I showed you a notice."
+    if command == "/choose":
+        if rest == "many":
+            picked = await conversation.ask_choice(
+                "Which colours should the dashboard use? Pick two or three.",
+                COLOURS,
+                multiple=True,
+                min_selected=2,
+                max_selected=3,
+                expires_in=WAIT,
+            )
+            return "You picked " + ", ".join(f"**{COLOURS[c]}**" for c in picked) + "."
+        colour = await conversation.ask_choice(
+            "Which colour should the dashboard use?", COLOURS, expires_in=WAIT
+        )
+        return f"You chose **{COLOURS[colour]}**."
+    if command == "/confirm":
+        confirmed = await conversation.ask_confirm(
+            "Delete the scratch notes from last week? This cannot be undone.",
+            confirm_label="Delete",
+            cancel_label="Keep them",
+            danger=True,
+            expires_in=WAIT,
+        )
+        return "Deleted (not really: this is a demo)." if confirmed else "I kept them."
+    if command == "/ask":
+        name = await conversation.ask_input(
+            "What should I call you?",
+            placeholder="Your name",
+            min_length=1,
+            max_length=80,
+            expires_in=WAIT,
+        )
+        return f"Nice to meet you, {name.strip() or 'friend'}."
+    return None
