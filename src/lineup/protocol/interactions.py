@@ -214,7 +214,10 @@ def check_answer(interaction: Interaction, answer: Any) -> dict[str, Any] | Reje
     try:
         parsed = msgspec.convert(answer, answer_type)
     except msgspec.ValidationError as exc:
-        return _invalid(str(exc).split(" - at ")[0].splitlines()[0][:200])
+        message = str(exc).split(" - at ")[0].splitlines()[0]
+        if "unknown field" in message:  # msgspec quotes the field name: part of the answer
+            message = "the answer has a field this interaction does not take"
+        return _invalid(message[:200])
     args = interaction.arguments
     if isinstance(parsed, ChoiceAnswer) and isinstance(args, ChoiceArgs):
         known = {option.id for option in args.options}

@@ -135,7 +135,10 @@ def create(
             " VALUES (?, ?, ?, ?, ?)",
             (conversation_id, intent.call_id, received.envelope_id, code, now),
         )
-        message = intent.refusal.message if intent.refusal is not None else code
+        message: str = code
+        refusal = intent.refusal
+        if refusal is not None and refusal.code == code:  # its own words, and where
+            message = refusal.message + (f" (at {refusal.path})" if refusal.path else "")
         rejected = _queue_result(
             conn,
             conversation_id,

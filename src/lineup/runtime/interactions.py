@@ -90,7 +90,7 @@ def decide(state: State, event: Event, *, now: datetime, expires_at: datetime | 
         effective = Event.EXPIRE
     elif event is Event.EXPIRE and (expires_at is None or now < expires_at):
         # Too early (a timer that fired before its time, or a notice): not a move.
-        return Decision(None, event, ErrorCode.CALL_ALREADY_FINAL if state in FINAL else None)
+        return Decision(None, event, REFUSAL.get(state))
     to = TRANSITIONS.get((state, effective))
     refusal: ErrorCode | None = None
     if to is None:
