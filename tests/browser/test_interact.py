@@ -66,7 +66,9 @@ async def test_offline_then_online_queues_and_then_sends(
     await expect(mine).to_have_attribute("data-state", "sent", timeout=20_000)
     conversation = (await client.runtime.store.conversations())[0].id
     texts = [
-        s["envelope"]["payload"]["text"] for s in await client.pair.agent.read_all(conversation)
+        s["envelope"]["payload"]["text"]
+        for s in await client.pair.agent.read_all(conversation)
+        if s["envelope"]["type"] == "lineup.v1.message"
     ]
     assert texts == ["queued while offline"]
     await screenshot("back-online")
@@ -154,7 +156,11 @@ async def test_a_runtime_restart_keeps_history_and_drains_the_outbox(
         await expect(mine.last).to_have_attribute("data-state", "sent", timeout=20_000)
         await screenshot("after-restart")
         conversation = (await restarted.runtime.store.conversations())[0].id
-        texts = [s["envelope"]["payload"]["text"] for s in await pair.agent.read_all(conversation)]
+        texts = [
+            s["envelope"]["payload"]["text"]
+            for s in await pair.agent.read_all(conversation)
+            if s["envelope"]["type"] == "lineup.v1.message"
+        ]
     assert texts == ["before the restart", "queued, then the Runtime stops"]
     await pair.user.aclose()
     await pair.agent.aclose()

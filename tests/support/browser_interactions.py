@@ -1,0 +1,168 @@
+"""Standard interactions from the agent's side, for the browser tests.
+
+The agent starts an interaction by posting a raw ``lineup.v1.tool.call`` through the
+real AppServer and learns the outcome by reading the conversation back (long-poll,
+no sleeping). The Runtime runs with a ``ShiftClock``: real time plus an offset the
+test moves, so expiry can be reached without waiting a minute, and the Runtime's
+clock can disagree with the browser's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from playwright.async_api import Page, expect
+
+from lineup.client import Backoff
+from lineup.host.serve import build_host_server, run_client
+from lineup.runtime import INVENTORY, Runtime
+from tests.conftest import Pair
+from tests.support.appserver import AppServerProcess, free_port
+from tests.support.webhost import Client
+
+PASSWORD = "correct horse battery"
+
+
+class ShiftClock:
+    """``datetime.now(UTC) + shift``; ``advance`` moves the Runtime's time forward."""
+
+    def __init__(self, shift: timedelta = timedelta(0)) -> None:
+        self.shift = shift
+
+    def __call__(self) -> datetime:
+        return datetime.now(UTC) + self.shift
+
+    def advance(self, delta: timedelta) -> None:
+        self.shift += delta
+
+
+@asynccontextmanager
+async def serving_with_clock(
+    server: AppServerProcess, pair: Pair, data_dir: Path, clock: ShiftClock
+) -> AsyncIterator[Client]:
+    """``tests.support.webhost.serving`` with the Runtime on ``clock``."""
+    runtime = Runtime(data_dir, clock=clock, backoff=Backoff(base=0.05, cap=0.3))
+    await runtime.open()
+    await runtime.login(server.url, pair.user_name, PASSWORD)
+    port = free_port()
+    web, host_server = build_host_server(runtime, server_url=server.url, port=port)
+    task = asyncio.create_task(run_client(runtime, host_server, agent_id=pair.agent.id))
+    await asyncio.wait_for(runtime.ready.wait(), 15)
+    try:
+        yield Client(runtime, web, f"http://127.0.0.1:{port}", pair)
+    finally:
+        await runtime.stop()
+        await asyncio.wait_for(task, 15)
+        await runtime.close()
+
+
+async def chat_id(client: Client) -> str:
+    """The conversation the shell shows (the first one the Runtime knows)."""
+    return (await client.runtime.store.conversations())[0].id
+
+
+async def log_in(page: Page, client: Client) -> None:
+    await page.goto(client.url + "/")
+    await expect(page).to_have_url(client.url + "/login")
+    await page.fill("input[name=username]", client.pair.user_name)
+    await page.fill("input[name=password]", PASSWORD)
+    await page.click("button[type=submit]")
+    await expect(page.locator("#connection")).to_have_attribute("data-state", "connected")
+
+
+async def tool_call(
+    client: Client, tool: str, arguments: dict[str, Any], call_id: str, **payload: Any
+) -> None:
+    """The agent asks: a raw ``tool.call`` for one of the interactive tools."""
+    agent = client.pair.agent
+    conversation = await chat_id(client)
+    body = agent.envelope(
+        conversation,
+        kind="lineup.v1.tool.call",
+        payload={
+            "call_id": call_id,
+            "tool": tool,
+            "inventory_revision": INVENTORY.revision,
+            "arguments": arguments,
+            **payload,
+        },
+    )
+    response = await agent.post(conversation, body)
+    assert response.status_code == 201, response.text
+
+
+async def dismiss(client: Client, call_id: str, control_id: str) -> None:
+    """The agent stops waiting: ``interaction.dismiss``."""
+    agent = client.pair.agent
+    conversation = await chat_id(client)
+    body = agent.envelope(
+        conversation,
+        kind="lineup.v1.interaction.dismiss",
+        payload={"control_id": control_id, "call_id": call_id},
+    )
+    response = await agent.post(conversation, body)
+    assert response.status_code == 201, response.text
+
+
+async def tool_results(client: Client, call_id: str) -> list[dict[str, Any]]:
+    agent = client.pair.agent
+    stored = await agent.read_all(await chat_id(client))
+    return [
+        s["envelope"]["payload"]
+        for s in stored
+        if s["envelope"]["type"] == "lineup.v1.tool.result"
+        and s["envelope"]["payload"]["call_id"] == call_id
+    ]
+
+
+async def tool_result(client: Client, call_id: str, within: float = 20) -> dict[str, Any]:
+    """The one ``tool.result`` the agent gets for ``call_id``: waits for it on the
+    AppServer's long-poll, then checks there is exactly one."""
+    agent = client.pair.agent
+    conversation = await chat_id(client)
+    since = 0
+    async with asyncio.timeout(within):
+        while True:
+            page = await agent.read(conversation, since, wait=5, limit=500)
+            if any(
+                s["envelope"]["type"] == "lineup.v1.tool.result"
+                and s["envelope"]["payload"]["call_id"] == call_id
+                for s in page
+            ):
+                break
+            if page:
+                since = page[-1]["seq"]
+    results = await tool_results(client, call_id)
+    assert len(results) == 1, results
+    return results[0]
+
+
+class DraftWatch:
+    """Every draft the Runtime was given, and a way to wait for one (no sleeping)."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.texts: list[tuple[str, str]] = []
+        self._changed = asyncio.Event()
+        original = runtime.set_draft
+
+        def set_draft(interaction_id: str, text: str) -> bool:
+            kept = original(interaction_id, text)
+            self.texts.append((interaction_id, text))
+            self._changed.set()
+            return kept
+
+        runtime.set_draft = set_draft  # type: ignore[method-assign]
+
+    async def until(self, interaction_id: str, text: str, within: float = 10) -> None:
+        async with asyncio.timeout(within):
+            while True:
+                self._changed.clear()
+                if self.runtime.drafts().get(interaction_id) == text:
+                    return
+                await self._changed.wait()
