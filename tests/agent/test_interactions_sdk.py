@@ -37,6 +37,7 @@ from lineup.agent.conversation import RESULTS_KEPT, call_envelope_id
 from lineup.protocol import Envelope, MessageEnvelope, Sender, ToolResultEnvelope, encode
 from lineup.protocol import interactions as ix
 from lineup.protocol.payloads import ClientInventory, ToolResult
+from tests.agent.test_agent import running
 from tests.conftest import Pair
 from tests.support.appserver import AppServerProcess
 
@@ -125,17 +126,6 @@ class Harness:
     async def seen_inventory(self, revision: str) -> None:
         while await asyncio.wait_for(self.inventories.get(), WAIT) != revision:
             pass
-
-
-@asynccontextmanager
-async def running(agent: Agent) -> AsyncIterator[Agent]:
-    task = asyncio.create_task(agent.run())
-    try:
-        await asyncio.wait_for(agent.ready.wait(), 15)
-        yield agent
-    finally:
-        await agent.stop()
-        await asyncio.wait_for(task, 15)
 
 
 @asynccontextmanager

@@ -22,11 +22,10 @@ from tests.support.browser_interactions import (
     chat_id,
     dismiss,
     log_in,
-    serving_with_clock,
     tool_call,
     tool_result,
 )
-from tests.support.webhost import Client
+from tests.support.webhost import Client, serving
 
 CHOICE = "interact.choice"
 CONFIRM = "interact.confirm"
@@ -45,7 +44,7 @@ async def ui(
     pair: Pair, appserver: AppServerProcess, tmp_path: Path, clock: ShiftClock
 ) -> AsyncIterator[Client]:
     """A Runtime (on ``clock``) and its Web Host for ``pair``'s user."""
-    async with serving_with_clock(appserver, pair, tmp_path / "runtime", clock) as made:
+    async with serving(appserver, pair, tmp_path / "runtime", clock=clock) as made:
         yield made
 
 

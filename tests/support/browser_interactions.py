@@ -10,19 +10,12 @@ clock can disagree with the browser's.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from playwright.async_api import Page, expect
 
-from lineup.client import Backoff
-from lineup.host.serve import build_host_server, run_client
 from lineup.runtime import INVENTORY, Runtime
-from tests.conftest import Pair
-from tests.support.appserver import AppServerProcess, free_port
 from tests.support.webhost import Client
 
 PASSWORD = "correct horse battery"
@@ -39,26 +32,6 @@ class ShiftClock:
 
     def advance(self, delta: timedelta) -> None:
         self.shift += delta
-
-
-@asynccontextmanager
-async def serving_with_clock(
-    server: AppServerProcess, pair: Pair, data_dir: Path, clock: ShiftClock
-) -> AsyncIterator[Client]:
-    """``tests.support.webhost.serving`` with the Runtime on ``clock``."""
-    runtime = Runtime(data_dir, clock=clock, backoff=Backoff(base=0.05, cap=0.3))
-    await runtime.open()
-    await runtime.login(server.url, pair.user_name, PASSWORD)
-    port = free_port()
-    web, host_server = build_host_server(runtime, server_url=server.url, port=port)
-    task = asyncio.create_task(run_client(runtime, host_server, agent_id=pair.agent.id))
-    await asyncio.wait_for(runtime.ready.wait(), 15)
-    try:
-        yield Client(runtime, web, f"http://127.0.0.1:{port}", pair)
-    finally:
-        await runtime.stop()
-        await asyncio.wait_for(task, 15)
-        await runtime.close()
 
 
 async def chat_id(client: Client) -> str:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import httpx
@@ -54,8 +55,15 @@ class Client:
 
 
 @asynccontextmanager
-async def serving(server: AppServerProcess, pair: Pair, data_dir: Path) -> AsyncIterator[Client]:
-    runtime = Runtime(data_dir, backoff=Backoff(base=0.05, cap=0.3))
+async def serving(
+    server: AppServerProcess,
+    pair: Pair,
+    data_dir: Path,
+    *,
+    clock: Callable[[], datetime] | None = None,
+) -> AsyncIterator[Client]:
+    """A logged-in Runtime (on ``clock`` when given) and its Web Host, synced."""
+    runtime = Runtime(data_dir, clock=clock, backoff=Backoff(base=0.05, cap=0.3))
     await runtime.open()
     await runtime.login(server.url, pair.user_name, "correct horse battery")
     port = free_port()
