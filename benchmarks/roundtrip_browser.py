@@ -753,7 +753,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--shell-js",
         type=Path,
-        help="serve this file as LineUp's /static/app.js (try a shell change; src is not read)",
+        help="serve this file as LineUp's /static/app.js, the shell's entry module (try a shell"
+        " change; only app.js is replaced: the modules it imports, such as dom.js and cards.js,"
+        " are still served from src)",
     )
     parser.add_argument("--json", type=Path, help="also write every figure as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")

@@ -33,7 +33,8 @@ from lineup.agent import (
     InteractionRejected,
     MemoryCursorStore,
 )
-from lineup.agent.conversation import RESULTS_KEPT, call_envelope_id
+from lineup.agent.ids import call_envelope_id
+from lineup.agent.inbox import RESULTS_KEPT
 from lineup.protocol import Envelope, MessageEnvelope, Sender, ToolResultEnvelope, encode
 from lineup.protocol import interactions as ix
 from lineup.protocol.payloads import ClientInventory, ToolResult
@@ -341,7 +342,7 @@ async def test_the_call_names_the_latest_inventory_revision(live: Harness) -> No
 async def test_asking_before_any_inventory_waits_for_the_first(live: Harness) -> None:
     asking = asyncio.create_task(live.conversation.ask_confirm("Go?"))
     # The SDK has looked at the history, found no inventory, and now waits for one.
-    await asyncio.wait_for(live.conversation._inventory_wanted.wait(), WAIT)
+    await asyncio.wait_for(live.conversation._inbox.inventory_wanted.wait(), WAIT)
     assert await live.runtime.stored("lineup.v1.tool.call") == []
     assert not asking.done()
     revision, _ = await live.runtime.publish_inventory("rev-first")

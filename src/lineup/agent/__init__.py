@@ -5,7 +5,7 @@ from lineup.protocol.interactions import ChoiceOption
 from lineup.protocol.payloads import ToolResult
 
 from .agent import Agent
-from .conversation import Conversation, new_envelope_id
+from .conversation import Conversation
 from .cursor import CursorStore, FileCursorStore, MemoryCursorStore, default_cursor_path
 from .errors import (
     AgentClosed,
@@ -18,6 +18,7 @@ from .errors import (
     InteractionRejected,
     SendRejected,
 )
+from .ids import new_envelope_id
 
 __all__ = [
     "Agent",

@@ -31,9 +31,10 @@ from lineup.protocol import (
     decode,
 )
 
-from .conversation import Clock, Conversation, HandlerScope, handler_scope, utcnow
+from .conversation import Clock, Conversation, utcnow
 from .cursor import CursorStore, FileCursorStore, default_cursor_path
 from .errors import AgentClosed, AuthenticationFailed, SendRejected
+from .ids import HandlerScope, handler_scope
 
 log = logging.getLogger("lineup.agent")
 

@@ -1,0 +1,259 @@
+"""Asking the person: the four standard interactions (notice, choice, confirm, input)
+and dismissing one.
+
+An interaction is a ``lineup.v1.tool.call`` to one of the Runtime's interactive tools;
+the user's Runtime answers it exactly once with a ``lineup.v1.tool.result``, which the
+conversation's ``Inbox`` hands to the waiting call. ``Conversation`` delegates its
+``notify``, ``ask_*`` and ``dismiss`` here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+import msgspec
+
+from lineup.protocol import InteractionDismissEnvelope, ToolCallEnvelope, payloads
+from lineup.protocol import interactions as ix
+from lineup.protocol.errors import ErrorCode
+from lineup.protocol.payloads import AppSessionContext, ToolResult
+
+from .arguments import (
+    ExpiresIn,
+    Options,
+    check_id,
+    checked_arguments,
+    expires_in_ms,
+    wire_options,
+)
+from .errors import InteractionError, InteractionFailed, SendRejected, interaction_error
+from .ids import call_envelope_id, new_envelope_id, next_call_id, retry_call_id
+from .inbox import Inbox
+
+if TYPE_CHECKING:
+    from .conversation import Conversation
+
+A = TypeVar("A", ix.ChoiceAnswer, ix.ConfirmAnswer, ix.InputAnswer)
+
+
+class Asking:
+    """The interactions of one conversation: sent through it, answered via its inbox."""
+
+    def __init__(self, conversation: Conversation, inbox: Inbox) -> None:
+        self._conversation = conversation
+        self._inbox = inbox
+
+    async def notify(
+        self,
+        text: str,
+        *,
+        title: str | None,
+        level: Literal["info", "success", "warning", "error"],
+        toast: bool,
+        call_id: str | None,
+        app_session_id: str | None,
+    ) -> None:
+        arguments = {"text": text, "title": title, "level": level, "toast": toast}
+        result = await self._ask(ix.NOTICE, arguments, call_id, app_session_id)
+        if result.status not in ("accepted", "completed"):
+            raise interaction_error(result)
+
+    async def ask_choice(
+        self,
+        prompt: str,
+        options: Options,
+        *,
+        multiple: bool,
+        min_selected: int | None,
+        max_selected: int | None,
+        expires_in: ExpiresIn,
+        call_id: str | None,
+        app_session_id: str | None,
+    ) -> str | list[str]:
+        wire, keys = wire_options(options)
+        arguments = {
+            "prompt": prompt,
+            "options": wire,
+            "multiple": multiple,
+            "min_selected": min_selected,
+            "max_selected": max_selected,
+            "expires_in_ms": expires_in_ms(expires_in),
+        }
+        result = await self._ask(ix.CHOICE, arguments, call_id, app_session_id)
+        answer = _answer(result, ix.ChoiceAnswer)
+        if any(option_id not in keys for option_id in answer.selected) or (
+            not multiple and len(answer.selected) != 1
+        ):
+            raise _bad_result(result, "the selection does not fit the options")
+        selected = [keys[option_id] for option_id in answer.selected]
+        return selected if multiple else selected[0]
+
+    async def ask_confirm(
+        self,
+        prompt: str,
+        *,
+        confirm_label: str | None,
+        cancel_label: str | None,
+        danger: bool,
+        expires_in: ExpiresIn,
+        call_id: str | None,
+        app_session_id: str | None,
+    ) -> bool:
+        arguments = {
+            "prompt": prompt,
+            "confirm_label": confirm_label,
+            "cancel_label": cancel_label,
+            "danger": danger,
+            "expires_in_ms": expires_in_ms(expires_in),
+        }
+        result = await self._ask(ix.CONFIRM, arguments, call_id, app_session_id)
+        return _answer(result, ix.ConfirmAnswer).confirmed
+
+    async def ask_input(
+        self,
+        prompt: str,
+        *,
+        placeholder: str | None,
+        multiline: bool,
+        min_length: int,
+        max_length: int,
+        pattern: str | None,
+        expires_in: ExpiresIn,
+        call_id: str | None,
+        app_session_id: str | None,
+    ) -> str:
+        arguments = {
+            "prompt": prompt,
+            "placeholder": placeholder,
+            "multiline": multiline,
+            "min_length": min_length,
+            "max_length": max_length,
+            "pattern": pattern,
+            "expires_in_ms": expires_in_ms(expires_in),
+        }
+        result = await self._ask(ix.INPUT, arguments, call_id, app_session_id)
+        return _answer(result, ix.InputAnswer).text
+
+    async def dismiss(self, call_id: str, reason: str | None) -> ToolResult:
+        known = self._inbox.known(call_id)
+        if known is not None:
+            return known
+        check_id(call_id, "call_id")
+        payload = payloads.InteractionDismiss(
+            control_id=new_envelope_id("ctl"), call_id=call_id, reason=reason
+        )
+        envelope = self._conversation._make(InteractionDismissEnvelope, "dis", payload, None)
+        refused = self._inbox.refusal(envelope.id)
+        waiting = asyncio.ensure_future(self._inbox.result(call_id))
+        try:
+            await self._conversation.send(envelope)
+            either: set[asyncio.Future[Any]] = {waiting, refused}
+            done, _ = await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+            if waiting in done:
+                return waiting.result()
+            error = refused.result()
+            raise InteractionError(call_id, error.code, error.message)
+        finally:
+            self._inbox.drop_refusal(envelope.id)
+            if not waiting.done():
+                waiting.cancel()
+
+    # --- the call itself ----------------------------------------------------------------------
+
+    async def _ask(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        call_id: str | None,
+        app_session_id: str | None,
+    ) -> ToolResult:
+        checked = checked_arguments(tool, arguments)
+        context = None
+        if app_session_id is not None:
+            check_id(app_session_id, "app_session_id")
+            context = AppSessionContext(app_session_id=app_session_id)
+        conversation_id = self._conversation.id
+        if call_id is None:
+            call_id = next_call_id(conversation_id)
+        else:
+            check_id(call_id, "call_id")
+        revision = (await self._inbox.latest_inventory()).revision
+        result, sent_before = await self._call(tool, checked, call_id, revision, context)
+        if result.status == "rejected" and _code(result) == ErrorCode.INVENTORY_REVISION_MISMATCH:
+            inventory = self._inbox.inventory
+            current = inventory.revision if inventory is not None else revision
+            # Retry once, under a call id derived from the first, when a newer inventory
+            # has arrived (or when the call was stored by an earlier run of this handler,
+            # whose revision we do not know).
+            if current != revision or sent_before:
+                retry_id = retry_call_id(conversation_id, call_id)
+                result, _ = await self._call(tool, checked, retry_id, current, context)
+        return result
+
+    async def _call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        call_id: str,
+        revision: str,
+        context: AppSessionContext | None,
+    ) -> tuple[ToolResult, bool]:
+        """Send one ``tool.call`` and wait for its result; also say whether the call was
+        already stored (a replayed handler asking again)."""
+        known = self._inbox.known(call_id)
+        if known is not None:
+            return known, True  # replayed after a restart: the answer is already here
+        waiter = self._inbox.waiter(call_id)
+        payload = payloads.ToolCall(
+            call_id=call_id,
+            tool=tool,
+            inventory_revision=revision,
+            arguments=arguments,
+            app_session_context=context,
+        )
+        conversation = self._conversation
+        envelope_id = call_envelope_id(conversation.id, call_id)
+        envelope = conversation._make(ToolCallEnvelope, "call", payload, envelope_id)
+        sent_before = False
+        try:
+            await conversation.send(envelope)
+        except SendRejected as exc:
+            if exc.code != ErrorCode.CONFLICT:
+                if not waiter.done():
+                    self._inbox.drop_waiter(call_id)
+                raise
+            # The envelope id is derived from the call id, so this call is already
+            # stored (by an earlier run, at another time): that one is the call. Its
+            # result may be stored too, before the cursor, where the stream will not
+            # replay it.
+            sent_before = True
+            if not waiter.done():
+                await self._inbox.scan_history(lambda: waiter.done())
+        return await asyncio.shield(waiter), sent_before
+
+
+# --- answers ------------------------------------------------------------------------------------
+
+
+def _code(result: ToolResult) -> str | None:
+    return result.error.code if result.error is not None else None
+
+
+def _answer(result: ToolResult, kind: type[A]) -> A:
+    if result.status != "completed":
+        raise interaction_error(result)
+    try:
+        return msgspec.convert(result.result or {}, kind)
+    except msgspec.ValidationError:
+        raise _bad_result(result, "the result does not fit the question") from None
+
+
+def _bad_result(result: ToolResult, message: str) -> InteractionFailed:
+    return InteractionFailed(
+        result.call_id,
+        ErrorCode.TOOL_OUTPUT_INVALID.value,
+        message,
+        status=result.status,
+        result=result,
+    )

@@ -1,0 +1,195 @@
+"""What the user's Runtime sends back to one conversation: tool results, refusals of a
+dismiss, and its inventory.
+
+The ``Agent`` routes them here the moment they arrive on the stream, so a handler
+waiting for an answer is woken even though it holds its conversation's queue. What the
+stream will not replay (stored before the agent's cursor) is read from the history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+from lineup.protocol import (
+    ClientInventoryEnvelope,
+    Envelope,
+    ErrorEnvelope,
+    ToolResultEnvelope,
+    decode,
+    payloads,
+)
+from lineup.protocol.payloads import ClientInventory, ToolResult
+
+from .errors import AgentClosed
+
+T = TypeVar("T")
+
+RESULTS_KEPT = 1000
+"""Terminal results remembered per conversation for ``result()``; older ones are
+looked up in the AppServer's history."""
+
+
+class History(Protocol):
+    """The conversation's stored log, for what the stream will not replay."""
+
+    def streamed_after(self, conversation_id: str) -> int:
+        """Envelopes after this sequence number reach the conversation on the stream."""
+        ...
+
+    async def read_page(self, conversation_id: str, since: int) -> list[tuple[int, bytes]]:
+        """Stored envelopes after ``since``, in order, as ``(seq, bytes)``; empty at the end."""
+        ...
+
+
+class Inbox:
+    """Results, refusals and inventories of one conversation, and who waits for them."""
+
+    def __init__(self, conversation_id: str, history: History | None = None) -> None:
+        self._conversation_id = conversation_id
+        self._history = history
+        self._inventory: ClientInventory | None = None
+        self._inventory_seq = -1
+        self._inventory_future: asyncio.Future[ClientInventory] | None = None
+        self._inventory_scanned = False
+        self.inventory_wanted = asyncio.Event()  # someone waits for a first inventory
+        self._scan_lock = asyncio.Lock()
+        self._results: OrderedDict[str, ToolResult] = OrderedDict()
+        self._waiters: dict[str, asyncio.Future[ToolResult]] = {}
+        self._refusals: dict[str, asyncio.Future[payloads.Error]] = {}
+        self._closed = False
+
+    # --- what callers read and wait for -----------------------------------------------------
+
+    def known(self, call_id: str) -> ToolResult | None:
+        """The call's terminal result, if it is remembered."""
+        return self._results.get(call_id)
+
+    async def result(self, call_id: str) -> ToolResult:
+        known = self._results.get(call_id)
+        if known is not None:
+            return known
+        waiter = self.waiter(call_id)
+        if not waiter.done():
+            await self.scan_history(lambda: waiter.done())
+        return await asyncio.shield(waiter)
+
+    @property
+    def inventory(self) -> ClientInventory | None:
+        return self._inventory
+
+    async def latest_inventory(self) -> ClientInventory:
+        if self._inventory is not None:
+            return self._inventory
+        waiter = self._inventory_waiter()
+        async with self._scan_lock:
+            if self._inventory is None and not self._inventory_scanned:
+                await self.scan_history(lambda: False)
+                self._inventory_scanned = True
+        if self._inventory is None:
+            self.inventory_wanted.set()
+        await asyncio.shield(waiter)
+        assert self._inventory is not None
+        return self._inventory
+
+    def waiter(self, call_id: str) -> asyncio.Future[ToolResult]:
+        """The future the call's result is delivered to (made on first use)."""
+        return self._future(self._waiters, call_id)
+
+    def drop_waiter(self, call_id: str) -> None:
+        self._waiters.pop(call_id, None)
+
+    def refusal(self, envelope_id: str) -> asyncio.Future[payloads.Error]:
+        """The future an ``error`` envelope referring to ``envelope_id`` is delivered to."""
+        return self._future(self._refusals, envelope_id)
+
+    def drop_refusal(self, envelope_id: str) -> None:
+        self._refusals.pop(envelope_id, None)
+
+    # --- what the Agent routes here -----------------------------------------------------------
+
+    def observe(self, seq: int, envelope: Envelope) -> None:
+        """Take note of an envelope from the user's side, the moment it arrives."""
+        if isinstance(envelope, ToolResultEnvelope):
+            self.deliver_result(envelope.payload)
+        elif isinstance(envelope, ClientInventoryEnvelope):
+            if seq > self._inventory_seq:
+                self._inventory_seq = seq
+                self._inventory = envelope.payload
+                future = self._inventory_future
+                if future is not None and not future.done():
+                    future.set_result(envelope.payload)
+        elif isinstance(envelope, ErrorEnvelope) and envelope.payload.ref_id is not None:
+            refused = self._refusals.get(envelope.payload.ref_id)
+            if refused is not None and not refused.done():
+                refused.set_result(envelope.payload)
+
+    def deliver_result(self, result: ToolResult) -> None:
+        if result.call_id in self._results:
+            return  # the first result is the terminal one
+        self._results[result.call_id] = result
+        while len(self._results) > RESULTS_KEPT:
+            self._results.popitem(last=False)
+        waiter = self._waiters.pop(result.call_id, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(result)
+
+    def close(self) -> None:
+        """The agent stopped: wake every waiter with ``AgentClosed``."""
+        self._closed = True
+        futures: list[asyncio.Future[Any]] = [*self._waiters.values(), *self._refusals.values()]
+        if self._inventory_future is not None:
+            futures.append(self._inventory_future)
+        self._waiters.clear()
+        for future in futures:
+            if not future.done():
+                future.set_exception(AgentClosed("the agent stopped"))
+                future.exception()  # retrieved: no "never retrieved" noise if unawaited
+
+    async def scan_history(self, found: Callable[[], bool]) -> None:
+        """Read what the stream will not replay (up to where it took over), noting
+        results and inventories as if they had just arrived; stop once ``found()``."""
+        if self._history is None:
+            return
+        until = self._history.streamed_after(self._conversation_id)
+        since = 0
+        while since < until and not found():
+            page = await self._history.read_page(self._conversation_id, since)
+            if not page:
+                return
+            for seq, body in page:
+                if seq > until:
+                    return
+                envelope = decode(body)
+                if not isinstance(envelope, Envelope) or envelope.sender.kind == "agent":
+                    continue
+                if isinstance(envelope, ToolResultEnvelope):
+                    # Only the results someone waits for: old ones must not push the
+                    # recent ones out of memory.
+                    if envelope.payload.call_id in self._waiters:
+                        self.deliver_result(envelope.payload)
+                else:
+                    self.observe(seq, envelope)
+            since = page[-1][0]
+
+    # --- futures ------------------------------------------------------------------------------
+
+    def _future(self, table: dict[str, asyncio.Future[T]], key: str) -> asyncio.Future[T]:
+        if self._closed:
+            raise AgentClosed("the agent stopped")
+        future = table.get(key)
+        if future is None:
+            future = asyncio.get_running_loop().create_future()
+            table[key] = future
+        return future
+
+    def _inventory_waiter(self) -> asyncio.Future[ClientInventory]:
+        if self._closed:
+            raise AgentClosed("the agent stopped")
+        if self._inventory_future is None:
+            self._inventory_future = asyncio.get_running_loop().create_future()
+            if self._inventory is not None:
+                self._inventory_future.set_result(self._inventory)
+        return self._inventory_future

@@ -1,0 +1,591 @@
+// LineUp shell: the standard-interaction cards (notice / choice / confirm / input):
+// rendering, the countdowns, drafts, answers and their receipts, toasts. The timeline
+// (app.js) builds a card's row and hands it to renderInteraction; it tells this module
+// about items, snapshots and receipts through the exported functions below. This module
+// never imports app.js: what it needs from the timeline comes through initCards.
+
+import { $, announce, avatarFor, el, time } from "./dom.js";
+
+// What the timeline lends the cards, set once by initCards:
+//   send(frame) -> bool      sends a frame on the host channel (false when offline)
+//   rerender(key)            rebuilds the row shown for that key, if it is shown
+//   currentItem(key) -> item the newest item the timeline holds for that key
+//   rowOf(key) -> li         the element shown for that key, if any
+let context = null;
+
+export function initCards(timeline) {
+  context = timeline;
+}
+
+// Interactions (notice / choice / confirm / input). What the person is doing on a card
+// lives here, not in the DOM, so a card can be rebuilt (a new frame, a reconnect)
+// without losing a selection or half-typed text.
+const ia = {
+  clockOffset: 0, // the Runtime's clock minus this browser's, in ms (from the snapshot)
+  keys: new Map(), // interaction id -> row key
+  selected: new Map(), // interaction id -> Set of option ids (choice)
+  drafts: new Map(), // interaction id -> unsent text (input), kept by the Runtime too
+  sentDrafts: new Map(), // interaction id -> the text the Runtime last heard
+  draftTimers: new Map(), // interaction id -> debounce timer
+  inflight: new Set(), // interaction ids whose answer is on its way
+  refusals: new Map(), // interaction id -> { code, message } from a refusal receipt
+  countdowns: new Map(), // row key -> { element, expiresAt }
+  focusWanted: new Map(), // interaction id -> data-focus of a control that was disabled
+};
+const DRAFT_DELAY_MS = 300;
+const MAX_DRAFT_CHARS = 16384;
+const TOAST_MS = 6000;
+const SOON_MS = 5 * 60 * 1000; // the countdown turns amber
+
+const serverNow = () => Date.now() + ia.clockOffset;
+
+const KIND_TEXT = {
+  notice: "Notice",
+  choice: "Question",
+  confirm: "Confirmation",
+  input: "Question",
+};
+const LEVEL_TEXT = { info: "Info", success: "Success", warning: "Warning", error: "Error" };
+const FINAL_TEXT = {
+  answered: "Answered",
+  dismissed: "Withdrawn by the agent",
+  expired: "Expired",
+  failed: "Could not be completed",
+  closed: "No longer open",
+};
+// A refusal that says the card is over, even if this tab missed the update.
+const REFUSED_STATE = {
+  interaction_expired: "expired",
+  call_already_final: "closed",
+  interaction_not_found: "closed",
+};
+
+function argumentsOf(item) {
+  return item.data.arguments || {};
+}
+
+// What the card shows: the Runtime's state, or "expired" once the time has run out
+// here (the Runtime expires it too and sends the update), or "closed" after a refusal.
+function cardState(item) {
+  const data = item.data;
+  if (data.state !== "pending") return data.state;
+  const refused = REFUSED_STATE[ia.refusals.get(data.interaction_id)?.code];
+  if (refused) return refused;
+  if (data.expires_at && serverNow() >= Date.parse(data.expires_at)) return "expired";
+  return "pending";
+}
+
+function remainingText(ms) {
+  const seconds = Math.max(0, Math.ceil(ms / 1000));
+  if (seconds >= 3600) {
+    const hours = Math.floor(seconds / 3600);
+    const minutes = Math.floor((seconds % 3600) / 60);
+    return minutes ? `Expires in ${hours} h ${minutes} min` : `Expires in ${hours} h`;
+  }
+  const minutes = Math.floor(seconds / 60);
+  return `Expires in ${minutes}:${String(seconds % 60).padStart(2, "0")}`;
+}
+
+function choiceBounds(args) {
+  const count = (args.options || []).length;
+  if (!args.multiple) return [1, 1];
+  const low = args.min_selected ?? 1;
+  const high = args.max_selected ?? count;
+  return [low, Math.min(high, count)];
+}
+
+function chars(text) {
+  return [...text].length; // code points, as the Runtime counts them
+}
+
+export function renderInteraction(item, li) {
+  const data = item.data;
+  const id = data.interaction_id;
+  const kind = data.kind;
+  const args = argumentsOf(item);
+  const shown = cardState(item);
+  const base = `ia-${item.key}`;
+  li.classList.add(`kind-${kind}`, `is-${shown}`);
+  li.dataset.interactionId = id;
+  li.dataset.kind = kind;
+  li.dataset.interactionState = shown;
+
+  const card = el("section", `card card-${kind}`);
+  card.tabIndex = -1;
+  card.dataset.focus = "card";
+  card.setAttribute("role", "group");
+  card.setAttribute("aria-labelledby", `${base}-prompt`);
+  card.setAttribute("aria-describedby", `${base}-status`);
+  if (ia.inflight.has(id)) card.setAttribute("aria-busy", "true");
+
+  const head = el("header", "card-head");
+  if (kind === "notice") {
+    const level = LEVEL_TEXT[args.level] ? args.level : "info";
+    card.classList.add(`level-${level}`);
+    head.append(el("span", "card-kind", args.title || LEVEL_TEXT[level]));
+  } else {
+    head.append(el("span", "card-kind", KIND_TEXT[kind] || "Question"));
+  }
+  const prompt = el("p", "card-prompt", kind === "notice" ? args.text : args.prompt);
+  prompt.id = `${base}-prompt`;
+  card.append(head, prompt);
+
+  const status = el("div", "card-status");
+  status.id = `${base}-status`;
+  if (kind === "notice") {
+    const when = el("time", "card-time", time(item.created_at));
+    when.dateTime = item.created_at;
+    status.append(when);
+  } else if (shown === "pending") {
+    const left = el("span", "countdown");
+    left.setAttribute("aria-live", "off"); // read on demand, not every second
+    left.dataset.expiresAt = data.expires_at || "";
+    const expiresAt = Date.parse(data.expires_at);
+    if (!Number.isNaN(expiresAt)) {
+      left.textContent = remainingText(expiresAt - serverNow());
+      left.classList.toggle("soon", expiresAt - serverNow() < SOON_MS);
+      left.title = `Open until ${time(data.expires_at)}`;
+      ia.countdowns.set(item.key, { element: left, expiresAt });
+    }
+    status.append(left);
+  } else {
+    const final = el("span", `final final-${shown}`, FINAL_TEXT[shown] || shown);
+    status.append(final);
+    if (shown === "answered" && data.final_at) {
+      const when = el("time", "card-time", time(data.final_at));
+      when.dateTime = data.final_at;
+      status.append(when);
+    }
+  }
+
+  if (kind !== "notice") {
+    if (shown === "pending") {
+      card.append(renderControls(item, base, status));
+    } else {
+      if (shown === "answered" && data.result) card.append(renderAnswer(kind, args, data.result));
+      card.append(status);
+    }
+  } else {
+    card.append(status);
+  }
+  const refusal = ia.refusals.get(id);
+  if (refusal) {
+    const alert = el("p", "card-alert", refusal.message);
+    alert.setAttribute("role", "alert");
+    // Above the buttons while the card is open; under the outcome once it is over.
+    const foot = card.querySelector(".card-foot");
+    if (foot) foot.before(alert);
+    else card.append(alert);
+  }
+  li.append(avatarFor(item), card);
+}
+
+function renderAnswer(kind, args, result) {
+  const box = el("div", "card-answer");
+  box.append(el("span", "answer-label", "Your answer"));
+  if (kind === "choice") {
+    const labels = new Map((args.options || []).map((option) => [option.id, option.label]));
+    const list = el("ul", "chips");
+    for (const optionId of result.selected || []) {
+      list.append(el("li", "chip", labels.get(optionId) ?? optionId));
+    }
+    box.append(list);
+  } else if (kind === "confirm") {
+    const yes = result.confirmed === true;
+    const label = yes ? args.confirm_label || "Confirm" : args.cancel_label || "Cancel";
+    const chip = el("span", yes ? "chip chip-yes" : "chip chip-no");
+    if (yes && args.danger) chip.classList.add("danger");
+    chip.append(el("strong", null, yes ? "Yes" : "No"), document.createTextNode(` · ${label}`));
+    box.append(chip);
+  } else if (kind === "input") {
+    const text = result.text ?? "";
+    box.append(el("blockquote", `answer-text${text ? "" : " empty"}`, text || "(empty)"));
+  }
+  return box;
+}
+
+function renderControls(item, base, status) {
+  const kind = item.data.kind;
+  const id = item.data.interaction_id;
+  const busy = ia.inflight.has(id);
+  const form = el("form", "card-form");
+  form.noValidate = true;
+  form.autocomplete = "off";
+  const actions = el("div", "card-actions");
+  const footer = el("div", "card-foot");
+  footer.append(status, actions);
+
+  if (kind === "confirm") {
+    const args = argumentsOf(item);
+    const cancel = el("button", "button secondary", args.cancel_label || "Cancel");
+    cancel.type = "button";
+    cancel.dataset.focus = "cancel";
+    const confirm = el("button", `button ${args.danger ? "danger" : "primary"}`);
+    confirm.textContent = args.confirm_label || "Confirm";
+    confirm.type = "button";
+    confirm.dataset.focus = "confirm";
+    cancel.disabled = confirm.disabled = busy;
+    cancel.addEventListener("click", () => submitAnswer(item, { confirmed: false }));
+    confirm.addEventListener("click", () => submitAnswer(item, { confirmed: true }));
+    actions.append(cancel, confirm);
+    form.addEventListener("submit", (event) => event.preventDefault());
+    form.append(footer);
+    return form;
+  }
+
+  const submit = el("button", "button primary", busy ? "Sending…" : "Submit");
+  submit.type = "submit";
+  submit.dataset.focus = "submit";
+  actions.append(submit);
+  const hint = el("p", "card-hint");
+  hint.id = `${base}-hint`;
+  let check;
+  let answer;
+  if (kind === "choice") {
+    [check, answer] = choiceControls(item, base, form, hint, busy);
+  } else {
+    [check, answer] = inputControls(item, base, form, hint, busy);
+  }
+  form.append(footer);
+  const refresh = () => {
+    submit.disabled = busy || !check();
+  };
+  form.addEventListener("input", refresh);
+  form.addEventListener("change", refresh);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    refresh();
+    if (!submit.disabled) submitAnswer(item, answer());
+  });
+  refresh();
+  return form;
+}
+
+function choiceControls(item, base, form, hint, busy) {
+  const id = item.data.interaction_id;
+  const args = argumentsOf(item);
+  const options = args.options || [];
+  const multiple = !!args.multiple;
+  const [low, high] = choiceBounds(args);
+  if (!ia.selected.has(id)) ia.selected.set(id, new Set());
+  const selected = ia.selected.get(id);
+  const group = el("div", "options");
+  group.setAttribute("role", multiple ? "group" : "radiogroup");
+  group.setAttribute("aria-labelledby", `${base}-prompt`);
+  if (multiple) group.setAttribute("aria-describedby", hint.id);
+  for (const option of options) {
+    const label = el("label", "option");
+    const input = document.createElement("input");
+    input.type = multiple ? "checkbox" : "radio";
+    input.name = `${base}-option`;
+    input.value = option.id;
+    input.checked = selected.has(option.id);
+    input.disabled = busy;
+    input.dataset.focus = `option:${option.id}`;
+    input.addEventListener("change", () => {
+      if (!multiple) selected.clear();
+      if (input.checked) selected.add(option.id);
+      else selected.delete(option.id);
+    });
+    const text = el("span", "option-text");
+    text.append(el("span", "option-label", option.label));
+    if (option.description) text.append(el("span", "option-description", option.description));
+    label.append(input, text);
+    group.append(label);
+  }
+  form.append(group);
+  if (multiple) form.append(hint);
+  const rule = choiceRule(low, high, options.length);
+  const check = () => {
+    const count = selected.size;
+    const valid = count >= low && count <= high;
+    if (multiple) {
+      hint.textContent = `${rule} · ${count} selected`;
+      hint.classList.toggle("invalid", count > high);
+    }
+    return valid;
+  };
+  const answer = () => ({
+    selected: options.map((option) => option.id).filter((optionId) => selected.has(optionId)),
+  });
+  return [check, answer];
+}
+
+function choiceRule(low, high, count) {
+  if (low === high) return `Choose ${low}`;
+  if (high >= count) {
+    if (low === 0) return "Choose any";
+    return low === 1 ? "Choose one or more" : `Choose at least ${low}`;
+  }
+  if (low === 0) return `Choose up to ${high}`;
+  return `Choose ${low} to ${high}`;
+}
+
+function patternOf(source) {
+  if (!source) return null;
+  for (const flags of ["u", ""]) {
+    try {
+      return new RegExp(`^(?:${source})$`, flags);
+    } catch {
+      // RE2 syntax JavaScript does not take: the Runtime checks it anyway.
+    }
+  }
+  return null;
+}
+
+function inputControls(item, base, form, hint, busy) {
+  const id = item.data.interaction_id;
+  const args = argumentsOf(item);
+  const min = args.min_length ?? 0;
+  const max = args.max_length ?? 2000;
+  const pattern = patternOf(args.pattern);
+  const field = document.createElement(args.multiline ? "textarea" : "input");
+  if (args.multiline) field.rows = 3;
+  else field.type = "text";
+  field.className = "answer-field";
+  field.placeholder = args.placeholder || "Type your answer…";
+  field.value = ia.drafts.get(id) ?? "";
+  field.disabled = busy;
+  field.spellcheck = true;
+  field.dataset.focus = "text";
+  field.setAttribute("aria-labelledby", `${base}-prompt`);
+  const counter = el("span", "counter");
+  counter.id = `${base}-counter`;
+  counter.setAttribute("aria-live", "off");
+  field.setAttribute("aria-describedby", `${hint.id} ${counter.id}`);
+  field.addEventListener("input", () => keepDraft(id, field.value));
+  field.addEventListener("blur", () => flushDraft(id));
+  if (args.multiline) {
+    field.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && !event.isComposing) {
+        event.preventDefault();
+        form.requestSubmit();
+      }
+    });
+  }
+  const meta = el("div", "input-meta");
+  meta.append(hint, counter);
+  form.append(field, meta);
+  const check = () => {
+    const text = field.value;
+    const count = chars(text);
+    counter.textContent = `${count} / ${max}`;
+    counter.classList.toggle("invalid", count > max);
+    let message = "";
+    let bad = false;
+    if (count > max) {
+      message = `${count - max} characters too many`;
+      bad = true;
+    } else if (count < min) {
+      message = min === 1 ? "Type at least 1 character" : `Type at least ${min} characters`;
+    } else if (pattern && text && !pattern.test(text)) {
+      message = "This does not look like the requested format";
+      bad = true;
+    } else if (args.multiline) {
+      message = "Ctrl+Enter to submit";
+    }
+    hint.textContent = message;
+    hint.classList.toggle("invalid", bad);
+    hint.classList.toggle("tip", !bad && message !== "" && count >= min); // keys: not for touch
+    field.setAttribute("aria-invalid", bad ? "true" : "false");
+    return count >= min && count <= max; // the pattern is a hint; the Runtime decides
+  };
+  return [check, () => ({ text: field.value })];
+}
+
+function keepDraft(id, text) {
+  ia.drafts.set(id, text);
+  clearTimeout(ia.draftTimers.get(id));
+  ia.draftTimers.set(id, setTimeout(() => flushDraft(id), DRAFT_DELAY_MS));
+}
+
+function flushDraft(id) {
+  clearTimeout(ia.draftTimers.get(id));
+  ia.draftTimers.delete(id);
+  if (ia.inflight.has(id) || !ia.drafts.has(id)) return;
+  const text = ia.drafts.get(id).slice(0, MAX_DRAFT_CHARS);
+  if (ia.sentDrafts.get(id) === text) return;
+  if (context.send({ op: "draft", interaction_id: id, text })) ia.sentDrafts.set(id, text);
+}
+
+function forgetDraft(id) {
+  clearTimeout(ia.draftTimers.get(id));
+  ia.draftTimers.delete(id);
+  ia.drafts.delete(id);
+  ia.sentDrafts.delete(id);
+}
+
+function submitAnswer(item, answer) {
+  const id = item.data.interaction_id;
+  if (ia.inflight.has(id) || cardState(context.currentItem(item.key) || item) !== "pending") return;
+  clearTimeout(ia.draftTimers.get(id));
+  ia.refusals.delete(id);
+  const frame = {
+    op: "answer",
+    conversation_id: item.conversation_id,
+    interaction_id: id,
+    answer,
+  };
+  if (context.send(frame)) {
+    ia.inflight.add(id);
+  } else {
+    ia.refusals.set(id, {
+      code: "offline",
+      message: "Not connected to LineUp. Try again in a moment.",
+    });
+  }
+  context.rerender(item.key);
+}
+
+export function onReceipt(frame) {
+  const id = frame.interaction_id;
+  if (frame.outcome === "accepted") {
+    // The answered card comes as an item frame (before this receipt, as the Runtime
+    // sends them); until then the controls stay disabled.
+    ia.refusals.delete(id);
+    forgetDraft(id);
+    return;
+  }
+  // Refused: shown on the card as an alert; a card that is over loses its controls.
+  ia.inflight.delete(id);
+  const message = frame.message || "That answer did not count.";
+  ia.refusals.set(id, { code: frame.outcome, message });
+  const key = ia.keys.get(id);
+  if (key != null) context.rerender(key);
+}
+
+// The countdowns: one timer for every card, touching only the small time text. A
+// card whose time runs out is rebuilt once, as expired.
+export function tick() {
+  const now = serverNow();
+  for (const [key, entry] of ia.countdowns) {
+    if (!entry.element.isConnected) {
+      ia.countdowns.delete(key);
+      continue;
+    }
+    const left = entry.expiresAt - now;
+    if (left <= 0) {
+      ia.countdowns.delete(key);
+      context.rerender(key);
+      announce("A question expired.");
+      continue;
+    }
+    const text = remainingText(left);
+    if (entry.element.textContent !== text) entry.element.textContent = text;
+    const soon = left < SOON_MS;
+    if (entry.element.classList.contains("soon") !== soon) {
+      entry.element.classList.toggle("soon", soon);
+    }
+  }
+}
+
+const STATE_ANNOUNCEMENT = {
+  answered: "Question answered.",
+  dismissed: "The agent withdrew a question.",
+  expired: "A question expired.",
+  failed: "A question could not be completed.",
+};
+
+function showToast(item) {
+  const args = argumentsOf(item);
+  const level = LEVEL_TEXT[args.level] ? args.level : "info";
+  const toasts = $("toasts");
+  const toast = el("div", `toast level-${level}`);
+  toast.setAttribute("role", "status");
+  const body = el("button", "toast-body");
+  body.type = "button";
+  if (args.title) body.append(el("strong", "toast-title", args.title));
+  body.append(el("span", "toast-text", args.text || ""));
+  body.addEventListener("click", () => {
+    hide();
+    const li = context.rowOf(item.key);
+    const card = li?.querySelector(".card");
+    if (card) {
+      card.scrollIntoView({ block: "center", behavior: "smooth" });
+      card.focus({ preventScroll: true });
+    }
+  });
+  const close = el("button", "toast-close", "×");
+  close.type = "button";
+  close.setAttribute("aria-label", "Dismiss notification");
+  close.addEventListener("click", () => hide());
+  toast.append(body, close);
+  let timer = null;
+  const hide = () => {
+    clearTimeout(timer);
+    toast.remove();
+  };
+  const arm = () => {
+    clearTimeout(timer);
+    timer = setTimeout(hide, TOAST_MS);
+  };
+  // Hovering or focusing a toast keeps it: it goes away when the person is done.
+  toast.addEventListener("mouseenter", () => clearTimeout(timer));
+  toast.addEventListener("mouseleave", arm);
+  toast.addEventListener("focusin", () => clearTimeout(timer));
+  toast.addEventListener("focusout", arm);
+  toasts.append(toast);
+  while (toasts.children.length > 3) toasts.firstElementChild.remove();
+  arm();
+}
+
+// --- what the timeline calls ------------------------------------------------------------
+
+// A card row's control that was focused but disabled (an answer in flight): swap()
+// focuses the card meanwhile and puts focus back on the control once it is enabled.
+export const focusWanted = ia.focusWanted; // interaction id -> data-focus
+
+// Every interaction item the timeline stores passes through here.
+export function trackInteraction(item) {
+  const id = item.data.interaction_id;
+  ia.keys.set(id, item.key);
+  if (item.data.state !== "pending") {
+    // Over: nothing more to send for it.
+    forgetDraft(id);
+    ia.inflight.delete(id);
+    ia.selected.delete(id);
+    ia.focusWanted.delete(id);
+  }
+}
+
+// A snapshot (a connect or reconnect): the Runtime's clock and drafts; returns the
+// drafts for resendDrafts, called once the snapshot is shown.
+export function resetCards(frame) {
+  const now = Date.parse(frame.now);
+  ia.clockOffset = Number.isNaN(now) ? 0 : now - Date.now();
+  ia.inflight.clear(); // the snapshot says how each answer ended
+  ia.refusals.clear();
+  ia.countdowns.clear();
+  const drafts = frame.drafts || {};
+  for (const [id, text] of Object.entries(drafts)) {
+    ia.sentDrafts.set(id, text);
+    if (!ia.drafts.has(id)) ia.drafts.set(id, text);
+  }
+  return drafts;
+}
+
+// Text typed here while the Runtime was away: tell it now.
+export function resendDrafts(drafts) {
+  for (const [id, text] of ia.drafts) {
+    if (drafts[id] !== text) {
+      ia.sentDrafts.delete(id);
+      flushDraft(id);
+    }
+  }
+}
+
+// An interaction item that just arrived (before: the one it replaces, if any): a new
+// notice toasts, a card that changed state is announced.
+export function interactionArrived(item, before) {
+  if (!before && item.data.kind === "notice" && argumentsOf(item).toast !== false) {
+    showToast(item);
+  } else if (before && before.data.state !== item.data.state) {
+    const text = STATE_ANNOUNCEMENT[item.data.state];
+    if (text) announce(text);
+  }
+}
+
+// Drafts leave before the page does (a reload keeps them in the Runtime).
+export function flushDrafts() {
+  for (const id of ia.draftTimers.keys()) flushDraft(id);
+}

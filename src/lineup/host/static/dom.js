@@ -1,0 +1,46 @@
+// LineUp shell: DOM helpers shared by the timeline (app.js) and the interaction cards
+// (cards.js). The only HTML the shell inserts is message HTML the Runtime already
+// sanitized, through the one Trusted Types policy made here (the CSP allows exactly
+// one, "lineup-html"); everything else is built with textContent.
+
+export const policy = window.trustedTypes
+  ? window.trustedTypes.createPolicy("lineup-html", { createHTML: (html) => html })
+  : { createHTML: (html) => html };
+
+export const $ = (id) => document.getElementById(id);
+
+export function initials(name) {
+  const letters = (name || "?").replace(/[^A-Za-z0-9]/g, " ").trim().split(/\s+/);
+  return (letters[0]?.[0] || "?").toUpperCase() + (letters[1]?.[0] || "").toUpperCase();
+}
+
+const TIME_FORMAT = new Intl.DateTimeFormat([], { hour: "2-digit", minute: "2-digit" });
+
+export function time(iso) {
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? "" : TIME_FORMAT.format(date);
+}
+
+export function el(tag, className, text) {
+  const element = document.createElement(tag);
+  if (className) element.className = className;
+  if (text != null) element.textContent = text;
+  return element;
+}
+
+export function avatarFor(item) {
+  const avatar = el("span", `avatar ${item.sender}`);
+  avatar.setAttribute("aria-hidden", "true");
+  avatar.textContent = initials(item.sender === "user" ? "You" : item.sender_id);
+  return avatar;
+}
+
+// Says text through the screen reader's live region.
+export function announce(text) {
+  const region = $("announcer");
+  region.textContent = "";
+  // A separate task, so the same text said twice is announced twice.
+  setTimeout(() => {
+    region.textContent = text;
+  }, 50);
+}
