@@ -31,8 +31,12 @@ def configure(level: str = "INFO") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    # These libraries trace whole frames and requests at DEBUG, bodies included:
-    # keep them at INFO or above whatever our own level is.
+    quiet_libraries()
+
+
+def quiet_libraries() -> None:
+    """These libraries trace whole frames and requests at DEBUG, bodies included:
+    keep them at INFO or above whatever our own level is."""
     for noisy in ("websockets", "httpx", "httpcore", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    logging.getLogger("uvicorn.error").setLevel(max(logging.INFO, root.level))
+    logging.getLogger("uvicorn.error").setLevel(max(logging.INFO, logging.getLogger().level))

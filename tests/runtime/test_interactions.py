@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 from collections.abc import AsyncIterator, Awaitable
 from datetime import timedelta
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from lineup.logs import quiet_libraries
 from lineup.protocol import ErrorCode
 from lineup.protocol import interactions as ix
 from lineup.runtime import InteractionRefused, Runtime
@@ -580,4 +582,38 @@ async def test_dismiss_refusal_and_expiry_reach_the_agent_once_each(
     stored = await pair.agent.read_all(pair.conversation_id)
     ids = [s["envelope"]["id"] for s in stored if s["envelope"]["type"] == "lineup.v1.tool.result"]
     assert sorted(ids) == sorted(result_id(pair.conversation_id, c) for c in by_call)
+    await runtime.close()
+
+
+async def test_answers_and_prompts_never_reach_the_audit_or_the_logs(
+    pair: Pair, appserver: AppServerProcess, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    quiet_libraries()  # as `lineup` configures logging: our loggers at DEBUG, the rest held
+    runtime = await logged_in(appserver, pair, tmp_path)
+    log = EventLog(runtime)
+    async with running(runtime):
+        await call(pair, ix.INPUT, {"prompt": "prompt-MARKER-17"}, "secret-input")
+        await log.until(lambda: record_of(log, "secret-input") is not None)
+        record = record_of(log, "secret-input")
+        assert record is not None
+        with pytest.raises(InteractionRefused):
+            await runtime.answer(record.id, pair.conversation_id, {"text": "x" * 3000})
+        runtime.set_draft(record.id, "draft-MARKER-17")
+        await runtime.answer(record.id, pair.conversation_id, {"text": "answer-MARKER-17"})
+        await log.until_async(lambda: results_count(pair, 1))
+    assert await results(pair) == [
+        {"call_id": "secret-input", "status": "completed", "result": {"text": "answer-MARKER-17"}}
+    ]
+    assert runtime.drafts() == {}  # an answered interaction keeps no draft
+    audit = await runtime.store.audit()
+    assert {(a.action, a.outcome) for a in audit} >= {("answer", "refused"), ("answer", "answered")}
+    for row in audit:
+        assert "MARKER" not in repr(row)
+    messages = {(r.name, r.getMessage()) for r in caplog.records}
+    assert ("lineup.runtime", "interaction ended") in messages
+    assert ("lineup.runtime", "answer refused") in messages
+    for entry in caplog.records:
+        assert "MARKER" not in entry.getMessage()
+        assert "MARKER" not in repr(entry.__dict__), entry.name
     await runtime.close()

@@ -251,9 +251,9 @@ class Runtime:
         outcome = await self.store.answer(interaction_id, conversation_id, value)
         self._after(outcome)
         if not outcome.won or outcome.interaction is None:
-            raise InteractionRefused(
-                outcome.code or ErrorCode.CALL_ALREADY_FINAL, outcome.interaction
-            )
+            code = outcome.code or ErrorCode.CALL_ALREADY_FINAL
+            log.info("answer refused", extra={"interaction": interaction_id[:64], "code": code})
+            raise InteractionRefused(code, outcome.interaction)
         return outcome.interaction
 
     async def expire_due(self) -> int:
@@ -289,6 +289,13 @@ class Runtime:
         return dict(self._drafts)
 
     def _after(self, outcome: Outcome) -> None:
+        record = outcome.interaction
+        if outcome.outbox is not None and record is not None and record.final_at is not None:
+            # Ids, tool and state only: never the prompt, the arguments or the answer.
+            log.info(
+                "interaction ended",
+                extra={"interaction": record.id, "tool": record.tool, "state": record.state},
+            )
         if outcome.card is not None:
             self._emit(TimelineChanged(outcome.card))
         if outcome.outbox is not None:
