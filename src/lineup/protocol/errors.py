@@ -32,6 +32,13 @@ class ErrorCode(StrEnum):
     CAPABILITY_DENIED = "capability_denied"
     CALL_ALREADY_FINAL = "call_already_final"
 
+    # MiniApp tool calls (spec 002 §7.2-7.3): results and refusals.
+    APP_CLOSED = "app_closed"
+    APP_FAILED = "app_failed"
+    APP_CANCELLED = "app_cancelled"
+    TOOL_TIMEOUT = "tool_timeout"
+    CALL_NOT_FOUND = "call_not_found"
+
     # Standard interactions (spec 002 §7.3): the Runtime's answers to the agent and
     # to the person.
     APP_SESSION_NOT_FOUND = "app_session_not_found"
