@@ -8,7 +8,7 @@ import msgspec
 
 from lineup import wire
 from lineup.host.views import item_view
-from lineup.runtime import RuntimeStore, classify
+from lineup.runtime import RuntimeStore, Session, classify
 
 SCOPES = frozenset({"chat"})
 
@@ -72,3 +72,43 @@ def test_very_long_messages_are_shown_as_plain_text() -> None:
     long = "**" + "x" * MAX_MARKDOWN_CHARS + "**"
     assert _message_html(long, False).startswith("**xxx")
     assert _message_html("**short**", False) == "<p><strong>short</strong></p>\n"
+
+
+async def test_runtime_bookkeeping_is_never_shown(tmp_path: Path) -> None:
+    """Inventory, results, dismiss controls, app sub-session notices and the Runtime's
+    error receipts are for the agent: the shell gets no row for them."""
+    store = RuntimeStore(tmp_path / "r.sqlite3")
+    await store.open()
+    await store.upsert_conversation("c1", "a1", "")
+    await store.save_session(Session("http://127.0.0.1:1", "user", "u1", "token"))
+    runtime = {"sender": {"kind": "runtime", "id": "u1"}}
+    session = {
+        "agent_id": "a1",
+        "app_session_id": "s1",
+        "app_scope": "test-app",
+        "instance_id": "i1",
+    }
+    received = [
+        classify(frame(1, "lineup.v1.client.inventory", {"revision": "r1"}, **runtime), SCOPES),
+        classify(
+            frame(2, "lineup.v1.tool.result", {"call_id": "x", "status": "accepted"}, **runtime),
+            SCOPES,
+        ),
+        classify(frame(3, "lineup.v1.app_session.opened", session, **runtime), SCOPES),
+        classify(frame(4, "lineup.v1.app_session.closed", session, **runtime), SCOPES),
+        classify(
+            frame(
+                5, "lineup.v1.error", {"code": "interaction_not_found", "message": "m"}, **runtime
+            ),
+            SCOPES,
+        ),
+        classify(
+            frame(6, "lineup.v1.interaction.dismiss", {"control_id": "k", "call_id": "x"}), SCOPES
+        ),
+        classify(frame(7, "lineup.v1.message", {"text": "shown"}), SCOPES),
+    ]
+    result = await store.apply_received(received)
+    assert len(result.items) == 7  # all stored...
+    views = [item_view(item) for item in result.items]
+    assert [v.kind if v else None for v in views] == [None] * 6 + ["message"]  # ...one shown
+    await store.close()

@@ -19,6 +19,7 @@ from lineup.protocol import ErrorCode
 from lineup.protocol import interactions as ix
 from lineup.runtime import InteractionRefused, Runtime
 from lineup.runtime import interaction_store as txn
+from lineup.runtime.apps import tool_call_store
 from lineup.runtime.interactions import RESULT_STATUS, State
 from lineup.runtime.records import DismissIntent, InteractionRecord
 from tests.conftest import Pair
@@ -617,3 +618,25 @@ async def test_answers_and_prompts_never_reach_the_audit_or_the_logs(
         assert "MARKER" not in entry.getMessage()
         assert "MARKER" not in repr(entry.__dict__), entry.name
     await runtime.close()
+
+
+async def test_a_call_id_spent_on_an_app_tool_call_cannot_start_an_interaction(
+    h: StoreHarness,
+) -> None:
+    inserted = await h.db.db.write(
+        tool_call_store.insert,
+        A.id,
+        "shared",
+        "env-app-call",
+        "test-app.echo",
+        "2026-01-01T00:00:00.000+00:00",
+    )
+    assert not inserted.duplicate
+    before = h.dump()
+    applied = await h.call(A, "shared", ix.CONFIRM)
+    assert applied.outbox == []
+    (item,) = applied.items
+    assert item.interaction is None
+    after = h.dump()
+    for table in ("interactions", "outbox", "refused_calls", "tool_calls"):
+        assert after[table] == before[table], table

@@ -224,7 +224,14 @@ class StoreHarness:
         return dump(self.path, *tables)
 
 
-STATE_TABLES = ("interactions", "outbox", "timeline", "refused_calls", "interaction_controls")
+STATE_TABLES = (
+    "interactions",
+    "outbox",
+    "timeline",
+    "refused_calls",
+    "interaction_controls",
+    "tool_calls",
+)
 
 
 def dump(path: Path, *tables: str) -> dict[str, list[tuple[Any, ...]]]:

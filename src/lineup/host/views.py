@@ -8,6 +8,8 @@ from typing import Any, Literal
 import msgspec
 
 from lineup.protocol import (
+    AppSessionClosedEnvelope,
+    AppSessionOpenedEnvelope,
     ClientInventoryEnvelope,
     Envelope,
     ErrorEnvelope,
@@ -27,9 +29,16 @@ from .channel import ItemView
 
 Kind = Literal["message", "status", "progress", "error", "interaction", "unsupported"]
 
-HIDDEN = (ClientInventoryEnvelope, ToolResultEnvelope, InteractionDismissEnvelope)
-"""Runtime bookkeeping, not content: the inventory, results (shown on their card) and
-the agent's dismiss control."""
+HIDDEN = (
+    ClientInventoryEnvelope,
+    ToolResultEnvelope,
+    InteractionDismissEnvelope,
+    AppSessionOpenedEnvelope,
+    AppSessionClosedEnvelope,
+)
+"""Runtime bookkeeping, not content: the inventory, results (shown on their card),
+the agent's dismiss control, and app sub-session notices to the agent (the IM will
+show sub-sessions as groups of their own)."""
 Sender = Literal["agent", "user", "runtime"]
 
 

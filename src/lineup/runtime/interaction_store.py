@@ -188,7 +188,7 @@ def create(
 
 
 def _call_spent(conn: sqlite3.Connection, conversation_id: str, call_id: str) -> bool:
-    for table in ("interactions", "refused_calls"):
+    for table in ("interactions", "refused_calls", "tool_calls"):
         row = conn.execute(
             f"SELECT 1 FROM {table} WHERE conversation_id = ? AND call_id = ?",  # noqa: S608
             (conversation_id, call_id),

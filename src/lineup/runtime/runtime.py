@@ -41,6 +41,7 @@ from lineup.protocol.interactions import MAX_INPUT_CHARS, Interaction, parse_arg
 from lineup.protocol.interactions import inventory as build_inventory
 from lineup.protocol.payloads import ClientInventory
 
+from .apps.kernel import AppKernel, AppsChanged
 from .interaction_store import Outcome
 from .records import (
     ConversationInfo,
@@ -79,7 +80,7 @@ class ConnectionChanged:
     state: ConnectionState | str
 
 
-RuntimeEvent = TimelineChanged | ConnectionChanged
+RuntimeEvent = TimelineChanged | ConnectionChanged | AppsChanged
 Listener = Callable[[RuntimeEvent], None]
 
 
@@ -124,11 +125,14 @@ class Runtime:
         self.inventory = INVENTORY
         self._expiry_changed = asyncio.Event()
         self._drafts: dict[str, str] = {}  # interaction id -> unsent input (memory only)
+        self.apps = AppKernel(self.store, clock=self._clock, emit=self._emit, send=self._start_send)
+        """The MiniApp kernel: instances, focus and their sub-sessions."""
 
     # --- lifecycle --------------------------------------------------------------------------
 
     async def open(self) -> None:
         await self.store.open()
+        await self.apps.recover()  # starting/stopping instances become suspended
         self.session = await self.store.load_session()
         if self.session is not None:
             self.logged_in.set()

@@ -1,0 +1,459 @@
+"""Persisted MiniApp instances and focus: transaction functions run on the store's writer.
+
+``apply_lifecycle`` is the only way instances change. In one transaction it loads the
+stored ``Instances`` value, runs one pure operation of ``lineup.runtime.apps.focus``,
+stores the new value and carries out every effect the operation returned, in order:
+
+- ``InstanceOpened``: an audit row (the record is stored with the value).
+- ``OpenAppSession``: an ``app_sessions`` row (a random ``as_`` id, the agent of the
+  instance's conversation) and ``lineup.v1.app_session.opened`` queued to that
+  conversation. An instance opened without a conversation has no sub-session, and
+  nothing is sent for it, now or when it ends.
+- ``InstanceStateChanged``, ``FocusChanged``, ``StopToolDelivery``, ``CloseSurfaces``:
+  audit rows. Tool delivery stops because the stored state is ``stopping`` or final,
+  which the router reads; surfaces are closed by the host that hears the effect.
+- ``CancelBoundTools``: ``tool_call_store.close_instance``: one ``cancelled`` result
+  row per unfinished bound call (``app_closed``, or ``app_failed`` after a failure);
+  ``submitted`` calls are untouched.
+- ``EndAppSession``: the sub-session becomes ``closed`` and
+  ``lineup.v1.app_session.closed`` is queued, listing the call ids of that
+  sub-session's interactions still ``pending``. They are not cancelled: they stay
+  answerable.
+- ``InstanceDropped``: the row is deleted (with the value) and audited.
+
+A refused operation writes one audit row with its code and nothing else. Audit rows
+hold ids, states and codes only. The ``app_session`` envelopes have ids derived from
+the sub-session id, so a sub-session is announced opened once and closed once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from lineup.protocol import (
+    AppSessionClosedEnvelope,
+    AppSessionOpenedEnvelope,
+    ErrorCode,
+    Rejection,
+    Sender,
+    decode,
+    encode,
+    payloads,
+)
+from lineup.protocol.fields import MAX_LABEL_CHARS, MAX_LIST_ITEMS
+
+from .. import interaction_store
+from ..records import OutboxItem
+from ..tables import audit, queue, runtime_sender_id
+from . import tool_call_store
+from .focus import (
+    MAX_FINAL_KEPT,
+    MAX_LIVE,
+    CancelBoundTools,
+    CloseSurfaces,
+    Effect,
+    EndAppSession,
+    FocusChanged,
+    InstanceDropped,
+    InstanceOpened,
+    Instances,
+    InstanceStateChanged,
+    OpenAppSession,
+    Outcome,
+    StopToolDelivery,
+    recover,
+)
+from .lifecycle import MiniAppInstanceRecord, State
+from .tool_call_store import StoredToolCall
+
+__all__ = [
+    "Action",
+    "LifecycleResult",
+    "Op",
+    "app_session_envelope_id",
+    "app_session_of",
+    "apply_lifecycle",
+    "load",
+    "save",
+]
+
+
+class Action(StrEnum):
+    OPEN = "open"
+    STARTED = "started"
+    REQUEST_FOREGROUND = "request_foreground"
+    REQUEST_BACKGROUND = "request_background"
+    REQUEST_CLOSE = "request_close"
+    CLOSED = "closed"
+    FAIL = "fail"
+    SUSPEND = "suspend"
+    RESUME = "resume"
+    RECOVER = "recover"
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One lifecycle operation, as data (it crosses to the writer thread).
+
+    ``reason``: the close reason for ``closed``, the error for ``fail``.
+    ``actor``: who asked (``user``, ``agent``, ``app``, ``runtime``), for the audit.
+    """
+
+    action: Action
+    instance_id: str = ""
+    app_scope: str = ""
+    conversation_id: str | None = None
+    parent_instance_id: str | None = None
+    foreground: bool = True
+    reason: str | None = None
+    actor: str = "runtime"
+    max_live: int = MAX_LIVE
+    max_final: int = MAX_FINAL_KEPT
+
+
+@dataclass(frozen=True, slots=True)
+class LifecycleResult:
+    """What one operation did.
+
+    ``refusal``: the code when refused (then nothing else changed). ``effects``: the
+    effects carried out, in order. ``outbox``: the envelopes queued, in order, to send
+    now. ``records``: the instance records that are new or changed; ``dropped``: the
+    ids deleted; ``tool_calls``: the calls the operation ended. ``value``: the stored
+    value after the operation.
+    """
+
+    op: Op
+    value: Instances
+    refusal: ErrorCode | None = None
+    effects: tuple[Effect, ...] = ()
+    outbox: tuple[OutboxItem, ...] = ()
+    records: tuple[MiniAppInstanceRecord, ...] = ()
+    dropped: tuple[str, ...] = ()
+    tool_calls: tuple[StoredToolCall, ...] = ()
+
+    @property
+    def accepted(self) -> bool:
+        return self.refusal is None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.effects)
+
+
+# --- the stored value ----------------------------------------------------------------------
+
+_RECORD_COLUMNS = (
+    "instance_id, app_scope, conversation_id, state, parent_instance_id, started_at,"
+    " stopped_at, error"
+)
+
+
+def _time(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def _format(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat(timespec="milliseconds")
+
+
+def _record(row: Sequence[Any]) -> MiniAppInstanceRecord:
+    started_at = _time(row[5])
+    assert started_at is not None
+    return MiniAppInstanceRecord(
+        instance_id=row[0],
+        app_scope=row[1],
+        conversation_id=row[2],
+        state=State(row[3]),
+        parent_instance_id=row[4],
+        started_at=started_at,
+        stopped_at=_time(row[6]),
+        error=row[7],
+    )
+
+
+def load(conn: sqlite3.Connection) -> Instances:
+    """The value as stored (not yet ``recover``ed): records in opening order, the
+    stack bottom first, the focus holder."""
+    rows = conn.execute(
+        f"SELECT {_RECORD_COLUMNS} FROM app_instances ORDER BY rowid"  # noqa: S608
+    ).fetchall()
+    records = {row[0]: _record(row) for row in rows}
+    stack = tuple(
+        row[0] for row in conn.execute("SELECT instance_id FROM app_focus_stack ORDER BY position")
+    )
+    focus = conn.execute("SELECT instance_id FROM app_focus WHERE id = 1").fetchone()
+    return Instances(records, stack, None if focus is None else focus[0])
+
+
+def save(conn: sqlite3.Connection, before: Instances, after: Instances) -> None:
+    """Store ``after`` over ``before`` (the value stored now): new and changed
+    records, the stack and focus when they changed, and the deletion of records
+    ``after`` no longer holds."""
+    for instance_id, record in after.records.items():
+        if before.records.get(instance_id) == record:
+            continue
+        conn.execute(
+            "INSERT INTO app_instances (instance_id, app_scope, conversation_id, state,"
+            " parent_instance_id, started_at, stopped_at, error)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (instance_id) DO UPDATE SET state = excluded.state,"
+            " stopped_at = excluded.stopped_at, error = excluded.error",
+            (
+                record.instance_id,
+                record.app_scope,
+                record.conversation_id,
+                record.state.value,
+                record.parent_instance_id,
+                _format(record.started_at),
+                _format(record.stopped_at),
+                record.error,
+            ),
+        )
+    if after.stack != before.stack:
+        conn.execute("DELETE FROM app_focus_stack")
+        conn.executemany(
+            "INSERT INTO app_focus_stack (position, instance_id) VALUES (?, ?)",
+            list(enumerate(after.stack)),
+        )
+    if after.focus != before.focus:
+        conn.execute(
+            "INSERT INTO app_focus (id, instance_id) VALUES (1, ?)"
+            " ON CONFLICT (id) DO UPDATE SET instance_id = excluded.instance_id",
+            (after.focus,),
+        )
+    gone = [i for i in before.records if i not in after.records]
+    conn.executemany("DELETE FROM app_instances WHERE instance_id = ?", [(i,) for i in gone])
+
+
+def app_session_of(conn: sqlite3.Connection, instance_id: str) -> str | None:
+    row = conn.execute(
+        "SELECT app_session_id FROM app_instances WHERE instance_id = ?", (instance_id,)
+    ).fetchone()
+    return None if row is None else row[0]
+
+
+def app_session_envelope_id(app_session_id: str, kind: str) -> str:
+    """``kind`` is ``opened`` or ``closed``: one envelope of each per sub-session."""
+    digest = hashlib.sha256(f"{app_session_id}\x00{kind}".encode()).hexdigest()[:32]
+    return f"as{kind[0]}_{digest}"
+
+
+# --- the one transaction -------------------------------------------------------------------
+
+
+def _run(value: Instances, op: Op, now: datetime) -> Outcome:
+    a = op.action
+    i = op.instance_id
+    if a is Action.OPEN:
+        return value.open(
+            i,
+            op.app_scope,
+            now=now,
+            conversation_id=op.conversation_id,
+            parent_instance_id=op.parent_instance_id,
+            foreground=op.foreground,
+            max_live=op.max_live,
+        )
+    if a is Action.STARTED:
+        return value.started(i)
+    if a is Action.REQUEST_FOREGROUND:
+        return value.request_foreground(i)
+    if a is Action.REQUEST_BACKGROUND:
+        return value.request_background(i)
+    if a is Action.REQUEST_CLOSE:
+        return value.request_close(i)
+    if a is Action.CLOSED:
+        return value.closed(i, now=now, reason=op.reason)
+    if a is Action.FAIL:
+        return value.fail(i, now=now, error=op.reason or "failed")
+    if a is Action.SUSPEND:
+        return value.suspend(i)
+    if a is Action.RESUME:
+        return value.resume(i)
+    if a is Action.RECOVER:
+        return recover(value, max_final=op.max_final)
+    raise ValueError(f"unknown lifecycle action {a!r}")
+
+
+def apply_lifecycle(conn: sqlite3.Connection, op: Op, now: str) -> LifecycleResult:
+    """Run ``op`` on the stored value and store everything it decided, atomically."""
+    when = datetime.fromisoformat(now)
+    before = load(conn)
+    subject = op.instance_id or "-"
+    refusal: ErrorCode | None = None
+    if (
+        op.action is Action.OPEN
+        and op.conversation_id is not None
+        and _agent_of(conn, op.conversation_id) is None
+    ):
+        refusal = ErrorCode.LIFECYCLE_DENIED  # no such conversation: nothing to attach to
+        outcome = Outcome(before, refusal=refusal)
+    else:
+        outcome = _run(before, op, when)
+        refusal = outcome.refusal
+    if refusal is not None:
+        audit(conn, now, op.actor, f"app.{op.action.value}", subject, "refused", refusal)
+        return LifecycleResult(op, before, refusal=refusal)
+    after = outcome.value
+    save(conn, before, after)
+    if op.action is not Action.RECOVER or outcome.effects:
+        audit(conn, now, op.actor, f"app.{op.action.value}", subject, "accepted")
+    outbox: list[OutboxItem] = []
+    calls: list[StoredToolCall] = []
+    for effect in outcome.effects:
+        _carry_out(conn, effect, after, now, op, outbox, calls)
+    changed = tuple(
+        record
+        for instance_id, record in after.records.items()
+        if before.records.get(instance_id) != record
+    )
+    dropped = tuple(i for i in before.records if i not in after.records)
+    return LifecycleResult(
+        op,
+        after,
+        effects=outcome.effects,
+        outbox=tuple(outbox),
+        records=changed,
+        dropped=dropped,
+        tool_calls=tuple(calls),
+    )
+
+
+def _carry_out(
+    conn: sqlite3.Connection,
+    effect: Effect,
+    value: Instances,
+    now: str,
+    op: Op,
+    outbox: list[OutboxItem],
+    calls: list[StoredToolCall],
+) -> None:
+    if isinstance(effect, InstanceOpened):
+        record = effect.record
+        audit(conn, now, op.actor, "app.instance", record.instance_id, "opened", None)
+    elif isinstance(effect, OpenAppSession):
+        item = _open_app_session(conn, value.records[effect.instance_id], now)
+        if item is not None:
+            outbox.append(item)
+    elif isinstance(effect, InstanceStateChanged):
+        audit(conn, now, "runtime", "app.state", effect.instance_id, effect.new.value)
+    elif isinstance(effect, FocusChanged):
+        audit(conn, now, "runtime", "app.focus", effect.new or "-", "focused")
+    elif isinstance(effect, StopToolDelivery):
+        audit(conn, now, "runtime", "app.tools", effect.instance_id, "stopped")
+    elif isinstance(effect, CancelBoundTools):
+        for ended in tool_call_store.close_instance(conn, effect.instance_id, now, effect.reason):
+            if ended.call is not None:
+                calls.append(ended.call)
+            if ended.outbox is not None:
+                outbox.append(ended.outbox)
+    elif isinstance(effect, CloseSurfaces):
+        audit(conn, now, "runtime", "app.surfaces", effect.instance_id, "closed")
+    elif isinstance(effect, EndAppSession):
+        item = _end_app_session(conn, value.records[effect.instance_id], effect.reason, now)
+        if item is not None:
+            outbox.append(item)
+    elif isinstance(effect, InstanceDropped):
+        audit(conn, now, "runtime", "app.instance", effect.instance_id, "dropped")
+    else:  # pragma: no cover - every effect is handled above
+        raise TypeError(f"unknown effect {effect!r}")
+
+
+def _agent_of(conn: sqlite3.Connection, conversation_id: str) -> str | None:
+    row = conn.execute(
+        "SELECT agent_id FROM conversations WHERE id = ?", (conversation_id,)
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _queue_checked(
+    conn: sqlite3.Connection,
+    envelope: AppSessionOpenedEnvelope | AppSessionClosedEnvelope,
+    now: str,
+) -> OutboxItem:
+    body = encode(envelope)
+    checked = decode(body)  # never queue what the AppServer would refuse
+    if isinstance(checked, Rejection):
+        raise ValueError(f"{envelope.type} would be refused: {checked.code} at {checked.path}")
+    return queue(conn, envelope.conversation_id, envelope.id, envelope.type, "runtime", body, now)
+
+
+def _open_app_session(
+    conn: sqlite3.Connection, record: MiniAppInstanceRecord, now: str
+) -> OutboxItem | None:
+    if record.conversation_id is None:
+        return None  # no conversation, no agent: no sub-session
+    agent_id = _agent_of(conn, record.conversation_id)
+    assert agent_id is not None  # checked before the operation ran
+    app_session_id = f"as_{uuid.uuid4().hex}"
+    interaction_store.open_app_session(
+        conn,
+        app_session_id,
+        record.conversation_id,
+        agent_id,
+        record.app_scope,
+        record.instance_id,
+        now,
+    )
+    conn.execute(
+        "UPDATE app_instances SET app_session_id = ? WHERE instance_id = ?",
+        (app_session_id, record.instance_id),
+    )
+    audit(conn, now, "runtime", "app_session", app_session_id, "opened")
+    envelope = AppSessionOpenedEnvelope(
+        id=app_session_envelope_id(app_session_id, "opened"),
+        conversation_id=record.conversation_id,
+        sender=Sender(kind="runtime", id=runtime_sender_id(conn)),
+        created_at=datetime.fromisoformat(now),
+        payload=payloads.AppSessionOpened(
+            agent_id=agent_id,
+            app_session_id=app_session_id,
+            app_scope=record.app_scope,
+            instance_id=record.instance_id,
+        ),
+    )
+    return _queue_checked(conn, envelope, now)
+
+
+def _end_app_session(
+    conn: sqlite3.Connection, record: MiniAppInstanceRecord, reason: str | None, now: str
+) -> OutboxItem | None:
+    app_session_id = app_session_of(conn, record.instance_id)
+    if app_session_id is None or record.conversation_id is None:
+        return None
+    if not interaction_store.close_app_session(conn, app_session_id, now):
+        return None  # already closed: it was announced once
+    row = conn.execute(
+        "SELECT agent_id FROM app_sessions WHERE id = ?", (app_session_id,)
+    ).fetchone()
+    pending = [
+        r[0]
+        for r in conn.execute(
+            "SELECT call_id FROM interactions WHERE app_session_id = ? AND state = 'pending'"
+            " ORDER BY created_at, rowid LIMIT ?",
+            (app_session_id, MAX_LIST_ITEMS),
+        )
+    ]
+    audit(conn, now, "runtime", "app_session", app_session_id, "closed")
+    envelope = AppSessionClosedEnvelope(
+        id=app_session_envelope_id(app_session_id, "closed"),
+        conversation_id=record.conversation_id,
+        sender=Sender(kind="runtime", id=runtime_sender_id(conn)),
+        created_at=datetime.fromisoformat(now),
+        payload=payloads.AppSessionClosed(
+            agent_id=row[0],
+            app_session_id=app_session_id,
+            app_scope=record.app_scope,
+            instance_id=record.instance_id,
+            reason=None if reason is None else reason[:MAX_LABEL_CHARS],
+            pending_interaction_call_ids=pending,
+        ),
+    )
+    return _queue_checked(conn, envelope, now)

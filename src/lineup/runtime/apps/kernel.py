@@ -1,0 +1,213 @@
+"""``AppKernel``: the Runtime's MiniApp instances, persisted (spec 002 §6-§7).
+
+Apps, the person and agent tools only *request*; the kernel runs each request as one
+writer transaction of ``instance_store.apply_lifecycle`` (the pure rules decide, the
+new value, its audit rows and its outbox rows are stored together), then tells the
+Runtime: an ``AppsChanged`` event for hosts and every queued envelope handed to the
+Runtime's sender. A refused request changes nothing but an audit row, and is
+answered with its code.
+
+The Runtime calls ``recover`` when it opens its store: instances caught ``starting``
+or ``stopping`` by a stop or a crash become ``suspended`` (never shown as done), and
+the focus stack is repaired.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import sqlite3
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from lineup.protocol.fields import APP_SCOPE_PATTERN
+
+from ..records import OutboxItem
+from ..store import RuntimeStore
+from . import instance_store, tool_call_store
+from .focus import MAX_LIVE, Effect, Instances
+from .instance_store import Action, LifecycleResult, Op
+from .lifecycle import MiniAppInstanceRecord
+from .tool_call_store import CallOutcome
+
+__all__ = ["AppKernel", "AppLifecycleRefused", "AppsChanged", "Receipt"]
+
+_SCOPE = re.compile(APP_SCOPE_PATTERN)
+
+
+@dataclass(frozen=True, slots=True)
+class AppsChanged:
+    """Instances or focus changed: the value now stored and the effects, in order
+    (``CloseSurfaces`` tells a host to take the instance's surfaces down)."""
+
+    instances: Instances
+    effects: tuple[Effect, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """The answer to a lifecycle request: ``accepted``, or refused with ``code``
+    (``app_instance_not_found``, ``lifecycle_denied``). ``record``: the instance as
+    it is now (``None`` when there is no such instance)."""
+
+    instance_id: str
+    accepted: bool
+    code: str | None
+    record: MiniAppInstanceRecord | None
+
+
+class AppLifecycleRefused(Exception):
+    """``open_instance`` was refused: ``code`` says why."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def _ignore(_: object) -> None:
+    return None
+
+
+class AppKernel:
+    def __init__(
+        self,
+        store: RuntimeStore,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        emit: Callable[[AppsChanged], None] = _ignore,
+        send: Callable[[OutboxItem], None] = _ignore,
+        max_live: int = MAX_LIVE,
+    ) -> None:
+        self._store = store
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self._emit = emit
+        self._send = send
+        self._max_live = max_live
+        self._value = Instances()
+        self._order = itertools.count(1)
+        self._seen = 0
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def instances(self) -> Instances:
+        """The value last stored (empty before ``recover``)."""
+        return self._value
+
+    def record(self, instance_id: str) -> MiniAppInstanceRecord | None:
+        return self._value.records.get(instance_id)
+
+    async def app_session_id(self, instance_id: str) -> str | None:
+        """The instance's sub-session (``None`` without a conversation)."""
+        return await self._store.db.read(instance_store.app_session_of, instance_id)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    async def recover(self) -> LifecycleResult:
+        """After the store opened: repair what a stop or a crash left behind."""
+        return await self.apply(Op(Action.RECOVER))
+
+    async def open_instance(
+        self,
+        app_scope: str,
+        *,
+        conversation_id: str | None = None,
+        foreground: bool = True,
+        parent_instance_id: str | None = None,
+        actor: str = "runtime",
+    ) -> MiniAppInstanceRecord:
+        """Start a new instance of ``app_scope`` (``starting``; in front unless
+        ``foreground`` is false) and, in a conversation, its app sub-session. Raises
+        ``AppLifecycleRefused`` (``lifecycle_denied``: too many live instances, or
+        no such conversation)."""
+        if not _SCOPE.match(app_scope):
+            raise ValueError(f"not an app scope: {app_scope!r}")
+        instance_id = f"{app_scope}.{uuid.uuid4().hex[:16]}"
+        result = await self.apply(
+            Op(
+                Action.OPEN,
+                instance_id,
+                app_scope=app_scope,
+                conversation_id=conversation_id,
+                parent_instance_id=parent_instance_id,
+                foreground=foreground,
+                actor=actor,
+                max_live=self._max_live,
+            )
+        )
+        if result.refusal is not None:
+            raise AppLifecycleRefused(result.refusal)
+        return result.value.records[instance_id]
+
+    async def started(self, instance_id: str) -> Receipt:
+        """The app reports it finished starting."""
+        return await self._request(Op(Action.STARTED, instance_id, actor="app"))
+
+    async def request_foreground(self, instance_id: str, *, actor: str = "user") -> Receipt:
+        return await self._request(Op(Action.REQUEST_FOREGROUND, instance_id, actor=actor))
+
+    async def request_background(self, instance_id: str, *, actor: str = "user") -> Receipt:
+        return await self._request(Op(Action.REQUEST_BACKGROUND, instance_id, actor=actor))
+
+    async def request_close(self, instance_id: str, *, actor: str = "user") -> Receipt:
+        """Accept a close and begin it: tools stop, unfinished ones are cancelled
+        (``app_closed``), surfaces close, the instance is ``stopping``."""
+        return await self._request(Op(Action.REQUEST_CLOSE, instance_id, actor=actor))
+
+    async def closed(self, instance_id: str, *, reason: str | None = None) -> Receipt:
+        """The stop finished: ``stopped``, the sub-session ends, focus moves on."""
+        return await self._request(Op(Action.CLOSED, instance_id, reason=reason))
+
+    async def fail(self, instance_id: str, *, error: str) -> Receipt:
+        """The instance failed: its unfinished tools end ``app_failed``."""
+        return await self._request(Op(Action.FAIL, instance_id, reason=error))
+
+    async def suspend(self, instance_id: str) -> Receipt:
+        return await self._request(Op(Action.SUSPEND, instance_id))
+
+    async def resume(self, instance_id: str) -> Receipt:
+        return await self._request(Op(Action.RESUME, instance_id))
+
+    async def _request(self, op: Op) -> Receipt:
+        result = await self.apply(op)
+        return Receipt(
+            op.instance_id,
+            result.accepted,
+            None if result.refusal is None else str(result.refusal),
+            result.value.records.get(op.instance_id),
+        )
+
+    async def apply(self, op: Op) -> LifecycleResult:
+        """Run one operation in one writer transaction, then tell the Runtime."""
+        order, result = await self._store.db.write(self._txn, op, self._now())
+        if order > self._seen:  # results may resume out of commit order
+            self._seen = order
+            self._value = result.value
+        self._after(result.effects, result.outbox)
+        return result
+
+    def _txn(self, conn: sqlite3.Connection, op: Op, now: str) -> tuple[int, LifecycleResult]:
+        result = instance_store.apply_lifecycle(conn, op, now)
+        return next(self._order), result  # the writer runs transactions one at a time
+
+    # --- tool calls ---------------------------------------------------------------------------
+
+    async def tool_calls_due(self) -> list[CallOutcome]:
+        """Time out every overdue ordinary tool call (one result row each)."""
+        outcomes = await self._store.db.write(tool_call_store.due, self._now())
+        for outcome in outcomes:
+            if outcome.outbox is not None:
+                self._send(outcome.outbox)
+        return outcomes
+
+    # --- after a commit -----------------------------------------------------------------------
+
+    def _after(self, effects: tuple[Effect, ...], outbox: tuple[OutboxItem, ...]) -> None:
+        if effects:
+            self._emit(AppsChanged(self._value, effects))
+        for item in outbox:
+            self._send(item)
+
+    def _now(self) -> str:
+        return self._clock().astimezone(UTC).isoformat(timespec="milliseconds")
