@@ -37,10 +37,11 @@ from lineup.runtime import (
     TimelineChanged,
     TimelineItem,
 )
+from lineup.runtime.apps.kernel import AppsChanged
 
 from . import channel
 from .sessions import COOKIE, SESSION_TTL, HostSessions
-from .views import item_view
+from .views import apps_view, item_view
 
 log = logging.getLogger("lineup.host")
 
@@ -202,6 +203,11 @@ class WebHost:
                 frame: Any = channel.ItemChanged(view)
             elif isinstance(event, ConnectionChanged):
                 frame = channel.ConnectionState(str(event.state))
+            elif isinstance(event, AppsChanged):
+                apps = apps_view(event.instances)
+                frame = channel.AppsChangedFrame(
+                    records=apps.records, stack=apps.stack, focus=apps.focus
+                )
             else:
                 return
             # A tab this far behind is hopeless; it resyncs on reload.
@@ -259,8 +265,11 @@ class WebHost:
                     items=items,
                     now=_iso(runtime.clock()),
                     drafts=runtime.drafts(),
+                    apps=apps_view(runtime.apps.instances()),
                 )
             )
+        if isinstance(frame, channel.AppRequest):
+            return _encode(await self._app_request(frame))
         if isinstance(frame, channel.SendMessage):
             known = {c.id for c in await runtime.store.conversations()}
             if frame.conversation_id not in known:
@@ -303,6 +312,28 @@ class WebHost:
                 items=_views(page, set()),
                 complete=len(page) < PAGE,
             )
+        )
+
+    async def _app_request(self, frame: channel.AppRequest) -> channel.AppReceipt:
+        """Ask the Runtime's kernel; it decides. Every tab hears the change as an
+        ``apps`` frame (queued before this receipt)."""
+        apps = self.runtime.apps
+        if frame.action == "foreground":
+            receipt = await apps.request_foreground(frame.instance_id, actor="user")
+        elif frame.action == "background":
+            receipt = await apps.request_background(frame.instance_id, actor="user")
+        else:
+            receipt = await apps.request_close(frame.instance_id, actor="user")
+            if receipt.accepted:
+                # Placeholder until surfaces are mounted (issue 6): nothing to take
+                # down yet, so the stop has finished as soon as the close began.
+                # A second tab's ``closed`` for the same instance is refused and
+                # changes nothing.
+                await apps.closed(frame.instance_id)
+        return channel.AppReceipt(
+            instance_id=frame.instance_id,
+            action=frame.action,
+            outcome="accepted" if receipt.accepted else (receipt.code or "lifecycle_denied"),
         )
 
     # --- the ASGI app -------------------------------------------------------------------------

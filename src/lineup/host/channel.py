@@ -64,7 +64,16 @@ class Draft(_In, frozen=True, tag="draft"):
     text: Annotated[str, msgspec.Meta(max_length=MAX_INPUT_CHARS)]
 
 
-ShellFrame = Hello | SendMessage | Retry | History | Seen | Answer | Draft
+class AppRequest(_In, frozen=True, tag="app"):
+    """The person asks the Runtime to bring an app instance to the front, send it to
+    the background or close it. The Runtime decides (``runtime.apps``) and answers
+    with an ``AppReceipt``."""
+
+    action: Literal["foreground", "background", "close"]
+    instance_id: Id
+
+
+ShellFrame = Hello | SendMessage | Retry | History | Seen | Answer | Draft | AppRequest
 
 
 class ItemView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -94,6 +103,25 @@ class ConversationView(msgspec.Struct, frozen=True):
     title: str
 
 
+class AppInstanceView(msgspec.Struct, frozen=True, kw_only=True):
+    """One live MiniApp instance, as the dock shows it."""
+
+    instance_id: str
+    app_scope: str
+    state: str
+    """``starting``, ``foreground``, ``background``, ``suspended`` or ``stopping``."""
+    started_at: str
+
+
+class AppsView(msgspec.Struct, frozen=True, kw_only=True):
+    """The live instances (opening order), the focus stack (bottom first) and the
+    instance holding focus, if any."""
+
+    records: list[AppInstanceView] = msgspec.field(default_factory=list)
+    stack: list[str] = msgspec.field(default_factory=list)
+    focus: str | None = None
+
+
 class Snapshot(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="snapshot"):
     user_id: str
     username: str
@@ -103,6 +131,8 @@ class Snapshot(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="s
     now: str
     """The Runtime's clock, so the page can show time left on pending interactions."""
     drafts: dict[str, str] = msgspec.field(default_factory=dict)
+    apps: AppsView = msgspec.field(default_factory=AppsView)
+    """The MiniApp instances and focus."""
 
 
 class ItemChanged(msgspec.Struct, frozen=True, tag_field="op", tag="item"):
@@ -131,3 +161,20 @@ class AnswerReceipt(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", t
     interaction_id: str
     outcome: str
     message: str = ""
+
+
+class AppsChangedFrame(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="apps"):
+    """To every tab, on every change of the instances or the focus: the whole value."""
+
+    records: list[AppInstanceView]
+    stack: list[str]
+    focus: str | None
+
+
+class AppReceipt(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="app_receipt"):
+    """To the tab that asked: ``accepted``, or the Runtime's refusal code
+    (``app_instance_not_found``, ``lifecycle_denied``)."""
+
+    instance_id: str
+    action: str
+    outcome: str

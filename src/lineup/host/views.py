@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from datetime import UTC
 from typing import Any, Literal
 
 import msgspec
@@ -22,10 +23,12 @@ from lineup.protocol import (
     decode,
 )
 from lineup.protocol.interactions import KIND_BY_TOOL
+from lineup.runtime.apps.focus import Instances
+from lineup.runtime.apps.lifecycle import LIVE
 from lineup.runtime.markdown import render_markdown, render_plain
 from lineup.runtime.records import InteractionRecord, TimelineItem
 
-from .channel import ItemView
+from .channel import AppInstanceView, AppsView, ItemView
 
 Kind = Literal["message", "status", "progress", "error", "interaction", "unsupported"]
 
@@ -129,4 +132,23 @@ def item_view(item: TimelineItem, *, unread: bool = False) -> ItemView | None:
         html=html,
         unread=unread,
         data=data,
+    )
+
+
+def apps_view(instances: Instances) -> AppsView:
+    """The live instances, the focus stack and the focus, as the dock shows them
+    (stopped and failed records are history, not shown)."""
+    return AppsView(
+        records=[
+            AppInstanceView(
+                instance_id=r.instance_id,
+                app_scope=r.app_scope,
+                state=str(r.state),
+                started_at=r.started_at.astimezone(UTC).isoformat(timespec="milliseconds"),
+            )
+            for r in instances.records.values()
+            if r.state in LIVE
+        ],
+        stack=list(instances.stack),
+        focus=instances.focus,
     )

@@ -6,7 +6,8 @@
 //
 // This is the entry module: the state, the host channel, the timeline and the
 // composer. dom.js holds the DOM helpers and the Trusted Types policy; cards.js the
-// interaction cards, which get what they need from here through initCards.
+// interaction cards, which get what they need from here through initCards; dock.js
+// the app dock and the app area (MiniApp instances and focus, as the Runtime decides).
 
 import { $, avatarFor, el, initials, policy, time } from "./dom.js";
 import {
@@ -21,6 +22,7 @@ import {
   tick,
   trackInteraction,
 } from "./cards.js";
+import { initDock, onAppReceipt, onApps } from "./dock.js";
 
 const rendered = new Map(); // key -> { item, li }: the element shown for each row
 const state = {
@@ -39,6 +41,7 @@ initCards({
   currentItem: (key) => state.items.get(key),
   rowOf: (key) => rendered.get(key)?.li,
 });
+initDock({ send });
 
 const CONNECTION_TEXT = {
   connecting: "Connecting…",
@@ -274,6 +277,7 @@ function onSnapshot(frame) {
     $("agent-avatar").textContent = initials(state.conversation.agent_id);
   }
   setConnection(frame.connection);
+  onApps(frame.apps);
   redraw();
   fillScreen();
   resendDrafts(drafts); // text typed here while the Runtime was away
@@ -299,6 +303,12 @@ function onFrame(frame) {
       break;
     case "connection":
       setConnection(frame.state);
+      break;
+    case "apps":
+      onApps(frame);
+      break;
+    case "app_receipt":
+      onAppReceipt(frame);
       break;
     case "history": {
       const timeline = $("timeline");

@@ -1,0 +1,166 @@
+// LineUp shell: the app dock and the app area. The Runtime alone decides which MiniApp
+// instances run and which one holds focus; this module shows what it sends (the
+// snapshot's `apps`, then an `apps` frame on every change) and sends back only requests:
+// {op: "app", action: "foreground" | "background" | "close", instance_id}. Each is
+// answered with an `app_receipt`; a refusal is said in the dock, never guessed at here.
+// Everything is built with textContent: app scopes and ids are data.
+
+import { $, announce, el } from "./dom.js";
+
+const STATE_TEXT = {
+  starting: "Starting",
+  foreground: "In front",
+  background: "In background",
+  suspended: "Suspended",
+  stopping: "Closing",
+};
+
+const REFUSAL_TEXT = {
+  app_instance_not_found: "That app is no longer running.",
+  lifecycle_denied: "The app cannot do that right now.",
+};
+
+const dock = {
+  send: () => false,
+  apps: { records: [], stack: [], focus: null },
+  pending: null, // the control keyboard focus returns to (see renderDock)
+};
+
+export function initDock({ send }) {
+  dock.send = send;
+  $("app-area-back").addEventListener("click", () => {
+    const focus = dock.apps.focus;
+    if (focus) request("background", focus);
+  });
+}
+
+// The name to show for an instance (the registry's display names come with issue 6).
+function nameOf(record) {
+  return record.app_scope;
+}
+
+function request(action, instanceId) {
+  if (!dock.send({ op: "app", action, instance_id: instanceId })) {
+    note("Not connected: try again in a moment.");
+  }
+}
+
+function note(text) {
+  $("dock-note").textContent = text;
+  $("dock-note").hidden = !text;
+}
+
+function button(className, text, label, action, record, disabled) {
+  const b = el("button", `dock-button ${className}`, text);
+  b.type = "button";
+  b.setAttribute("aria-label", `${label} ${nameOf(record)}`);
+  b.title = `${label} ${nameOf(record)}`;
+  b.dataset.action = action;
+  b.dataset.instanceId = record.instance_id;
+  b.disabled = disabled;
+  b.addEventListener("click", () => request(action, record.instance_id));
+  return b;
+}
+
+function renderEntry(record, focused) {
+  const li = el("li", "dock-item");
+  li.dataset.instanceId = record.instance_id;
+  li.dataset.state = record.state;
+  if (focused) li.classList.add("focused");
+  const closing = record.state === "stopping";
+  const front = button("dock-front", "", "Bring to front:", "foreground", record, closing);
+  if (focused) front.setAttribute("aria-current", "true");
+  front.append(el("span", "dock-name", nameOf(record)));
+  front.append(el("span", `dock-state state-${record.state}`, STATE_TEXT[record.state] || record.state));
+  const back = button(
+    "dock-back",
+    "\u2013",
+    "Send to background:",
+    "background",
+    record,
+    closing || record.state === "background" || record.state === "suspended",
+  );
+  const close = button("dock-close", "\u00d7", "Close", "close", record, closing);
+  li.append(front, back, close);
+  return li;
+}
+
+// Redraw the dock, keeping keyboard focus on the same control when it still exists and
+// is enabled; else on the entry that holds focus, else on the first entry. While no
+// control can take it (a close under way), the dock itself holds it until the next
+// redraw; with no entry left, the composer gets it.
+function renderDock() {
+  const active = document.activeElement;
+  const nav = $("dock");
+  const list = $("dock-list");
+  let wanted = null;
+  if (active === nav) wanted = dock.pending;
+  else if (active && list.contains(active)) {
+    wanted = { id: active.dataset.instanceId, action: active.dataset.action };
+  }
+  dock.pending = null;
+  const records = dock.apps.records;
+  list.replaceChildren(...records.map((r) => renderEntry(r, r.instance_id === dock.apps.focus)));
+  nav.hidden = records.length === 0;
+  if (!wanted) return;
+  const buttons = [...list.querySelectorAll("button")].filter((b) => !b.disabled);
+  const target =
+    buttons.find((b) => b.dataset.instanceId === wanted.id && b.dataset.action === wanted.action) ||
+    buttons.find((b) => b.dataset.instanceId === dock.apps.focus && b.dataset.action === "foreground") ||
+    buttons.find((b) => b.dataset.action === "foreground");
+  if (target) {
+    target.focus({ preventScroll: true });
+  } else if (records.length) {
+    dock.pending = wanted;
+    nav.focus({ preventScroll: true });
+  } else {
+    $("input").focus({ preventScroll: true });
+  }
+}
+
+function renderArea() {
+  const focus = dock.apps.focus;
+  const record = dock.apps.records.find((r) => r.instance_id === focus);
+  const area = $("app-area");
+  area.hidden = !record;
+  document.body.classList.toggle("has-app", Boolean(record));
+  if (!record) return;
+  area.dataset.instanceId = record.instance_id;
+  $("app-area-title").textContent = nameOf(record);
+  $("app-area-state").textContent = STATE_TEXT[record.state] || record.state;
+  $("app-area-back").setAttribute("aria-label", `Back to chat (send ${nameOf(record)} to background)`);
+}
+
+export function onApps(apps) {
+  const before = dock.apps.focus;
+  dock.apps = {
+    records: apps?.records || [],
+    stack: apps?.stack || [],
+    focus: apps?.focus ?? null,
+  };
+  renderDock();
+  renderArea();
+  // A narrow dock scrolls sideways: keep the entry in front in view.
+  const focused = $("dock-list").querySelector(".dock-item.focused");
+  if (focused && before !== dock.apps.focus) {
+    const list = $("dock-list");
+    const left = focused.offsetLeft - list.offsetLeft;
+    if (left < list.scrollLeft || left + focused.offsetWidth > list.scrollLeft + list.clientWidth) {
+      list.scrollLeft = left + focused.offsetWidth - list.clientWidth;
+    }
+  }
+  if (before !== dock.apps.focus) {
+    const record = dock.apps.records.find((r) => r.instance_id === dock.apps.focus);
+    announce(record ? `${nameOf(record)} is in front` : "Back to the chat");
+  }
+}
+
+export function onAppReceipt(frame) {
+  if (frame.outcome === "accepted") {
+    note("");
+    return;
+  }
+  const text = REFUSAL_TEXT[frame.outcome] || `The Runtime refused (${frame.outcome}).`;
+  note(text);
+  announce(text);
+}

@@ -1,0 +1,160 @@
+"""The host channel's MiniApp shell frames over real sockets: the snapshot carries the
+instances and focus, every change reaches every tab as an ``apps`` frame, and the
+shell's ``app`` requests are validated and decided by the Runtime's kernel."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from websockets.asyncio.client import ClientConnection, connect
+
+from tests.support.webhost import Client
+
+APP = "testapp"
+
+
+@asynccontextmanager
+async def tab(client: Client) -> AsyncIterator[ClientConnection]:
+    cookie = await client.session_cookie()
+    url = client.url.replace("http://", "ws://") + "/host"
+    headers = {"Origin": client.url, "Cookie": f"lineup_session={cookie}"}
+    async with connect(url, additional_headers=headers) as ws:
+        try:
+            yield ws
+        finally:
+            _backlog.pop(id(ws), None)
+
+
+_backlog: dict[int, list[dict[str, Any]]] = {}
+
+
+async def next_frame(ws: ClientConnection, op: str) -> dict[str, Any]:
+    """The next frame with this ``op``. Frames of other ops read on the way are kept,
+    in order, for later calls (connection and item frames are skipped)."""
+    kept = _backlog.setdefault(id(ws), [])
+    for i, frame in enumerate(kept):
+        if frame["op"] == op:
+            return kept.pop(i)
+    async with asyncio.timeout(15):
+        while True:
+            frame = json.loads(await ws.recv())
+            if frame["op"] == op:
+                return frame
+            if frame["op"] not in ("connection", "item"):
+                kept.append(frame)
+
+
+async def hello(ws: ClientConnection) -> dict[str, Any]:
+    await ws.send(json.dumps({"op": "hello"}))
+    return await next_frame(ws, "snapshot")
+
+
+async def open_two(client: Client) -> tuple[str, str]:
+    """Two started instances, opened by the Runtime; the second holds focus."""
+    conversation = (await client.runtime.store.conversations())[0].id
+    ids = []
+    for _ in range(2):
+        record = await client.runtime.apps.open_instance(APP, conversation_id=conversation)
+        assert (await client.runtime.apps.started(record.instance_id)).accepted
+        ids.append(record.instance_id)
+    return ids[0], ids[1]
+
+
+async def request(ws: ClientConnection, action: str, instance_id: str) -> dict[str, Any]:
+    await ws.send(json.dumps({"op": "app", "action": action, "instance_id": instance_id}))
+    return await next_frame(ws, "app_receipt")
+
+
+async def test_snapshot_carries_instances_stack_and_focus(client: Client) -> None:
+    async with tab(client) as ws:
+        empty = await hello(ws)
+        assert empty["apps"] == {"records": [], "stack": [], "focus": None}
+        first, second = await open_two(client)
+        snapshot = await hello(ws)
+    apps = snapshot["apps"]
+    assert [r["instance_id"] for r in apps["records"]] == [first, second]
+    assert {r["app_scope"] for r in apps["records"]} == {APP}
+    assert [r["state"] for r in apps["records"]] == ["background", "foreground"]
+    assert all(r["started_at"].endswith("+00:00") for r in apps["records"])
+    assert apps["stack"] == [first, second]
+    assert apps["focus"] == second
+
+
+async def test_requests_are_decided_by_the_runtime_and_reach_every_tab(client: Client) -> None:
+    first, second = await open_two(client)
+    async with tab(client) as one, tab(client) as two:
+        await hello(one)
+        await hello(two)
+        receipt = await request(one, "foreground", first)
+        assert receipt == {
+            "op": "app_receipt",
+            "instance_id": first,
+            "action": "foreground",
+            "outcome": "accepted",
+        }
+        for ws in (one, two):
+            frame = await next_frame(ws, "apps")
+            assert frame["focus"] == first
+            states = {r["instance_id"]: r["state"] for r in frame["records"]}
+            assert states == {first: "foreground", second: "background"}
+        assert client.runtime.apps.instances().focus == first
+
+        # Backgrounding the holder: the kernel hands focus to the other instance.
+        assert (await request(two, "background", first))["outcome"] == "accepted"
+        assert (await next_frame(one, "apps"))["focus"] == second
+        assert client.runtime.apps.instances().focus == second
+
+
+async def test_closing_the_focused_instance_restores_focus_to_the_previous_one(
+    client: Client,
+) -> None:
+    first, second = await open_two(client)
+    async with tab(client) as ws:
+        await hello(ws)
+        assert (await request(ws, "close", second))["outcome"] == "accepted"
+        # request_close (stopping) and then closed (stopped, focus restored).
+        stopping = await next_frame(ws, "apps")
+        assert {r["instance_id"]: r["state"] for r in stopping["records"]}[second] == "stopping"
+        done = await next_frame(ws, "apps")
+        assert [r["instance_id"] for r in done["records"]] == [first]
+        assert done["stack"] == [first]
+        assert done["focus"] == first
+    record = client.runtime.apps.record(second)
+    assert record is not None and record.state == "stopped"
+
+
+async def test_refusals_come_back_in_the_receipt(client: Client) -> None:
+    first, second = await open_two(client)
+    async with tab(client) as ws:
+        await hello(ws)
+        missing = await request(ws, "foreground", "testapp.nosuchinstance")
+        assert missing["outcome"] == "app_instance_not_found"
+        assert (await request(ws, "close", first))["outcome"] == "accepted"
+        for action in ("foreground", "background", "close"):
+            refused = await request(ws, action, first)  # it is stopped now
+            assert (refused["action"], refused["outcome"]) == (action, "lifecycle_denied")
+    assert client.runtime.apps.instances().focus == second
+
+
+async def test_app_requests_are_validated_like_every_frame(client: Client) -> None:
+    first, second = await open_two(client)
+    bad_frames = [
+        {"op": "app", "action": "open", "instance_id": first},
+        {"op": "app", "action": "foreground"},
+        {"op": "app", "instance_id": first},
+        {"op": "app", "action": "foreground", "instance_id": "has spaces"},
+        {"op": "app", "action": "foreground", "instance_id": "x" * 129},
+        {"op": "app", "action": "foreground", "instance_id": first, "app_scope": APP},
+        {"op": "app", "action": "foreground", "instance_id": 7},
+    ]
+    async with tab(client) as ws:
+        await hello(ws)
+        for bad in bad_frames:
+            await ws.send(json.dumps(bad))
+            error = await next_frame(ws, "error")
+            assert error["code"] == "invalid_request", bad
+    assert client.runtime.apps.instances().focus == second  # nothing was done
