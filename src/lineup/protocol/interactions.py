@@ -19,7 +19,7 @@ import re2
 
 from .errors import ErrorCode, Rejection
 from .fields import MAX_LABEL_CHARS, Id, Label, ShortText
-from .payloads import ClientInventory, ToolDescriptor
+from .payloads import ApplicationRef, ClientInventory, ToolDescriptor
 
 NOTICE = "interact.notice"
 CHOICE = "interact.choice"
@@ -280,10 +280,31 @@ def interactive_tools() -> list[ToolDescriptor]:
     ]
 
 
-def inventory(extra_tools: list[ToolDescriptor] | None = None) -> ClientInventory:
-    """The Runtime's inventory; its revision is a digest of its content, so it only
-    changes when what is advertised changes."""
+def inventory(
+    extra_tools: list[ToolDescriptor] | None = None,
+    *,
+    applications: list[ApplicationRef] | None = None,
+    revision: str | None = None,
+) -> ClientInventory:
+    """The Runtime's inventory: the interactive tools, then ``extra_tools``, and the
+    enabled ``applications``. Without ``revision`` the revision is a digest of the
+    content, so it only changes when what is advertised changes; the Runtime's
+    registry passes its own monotonic revision (``inv-<n>``)."""
     tools = interactive_tools() + list(extra_tools or [])
-    body = msgspec.json.encode(ClientInventory(revision="0", tools=tools), order="deterministic")
-    revision = "inv-" + hashlib.sha256(body).hexdigest()[:20]
-    return ClientInventory(revision=revision, tools=tools)
+    apps = list(applications or [])
+    made = ClientInventory(revision="0", applications=apps, tools=tools)
+    if revision is None:
+        revision = "inv-" + content_digest(made)[:20]
+    return ClientInventory(revision=revision, applications=apps, tools=tools)
+
+
+def content_digest(inventory: ClientInventory) -> str:
+    """SHA-256 of what ``inventory`` advertises (everything but its revision)."""
+    unrevisioned = ClientInventory(
+        revision="0",
+        standard_components=inventory.standard_components,
+        applications=inventory.applications,
+        capabilities=inventory.capabilities,
+        tools=inventory.tools,
+    )
+    return hashlib.sha256(msgspec.json.encode(unrevisioned, order="deterministic")).hexdigest()

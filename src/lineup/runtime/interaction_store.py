@@ -130,27 +130,13 @@ def create(
         code = ErrorCode.APP_SESSION_NOT_FOUND
     if code is not None or intent.interaction is None:
         code = code or ErrorCode.TOOL_INPUT_INVALID
-        conn.execute(
-            "INSERT INTO refused_calls (conversation_id, call_id, envelope_id, code, at)"
-            " VALUES (?, ?, ?, ?, ?)",
-            (conversation_id, intent.call_id, received.envelope_id, code, now),
-        )
         message: str = code
         refusal = intent.refusal
         if refusal is not None and refusal.code == code:  # its own words, and where
             message = refusal.message + (f" (at {refusal.path})" if refusal.path else "")
-        rejected = _queue_result(
-            conn,
-            conversation_id,
-            intent.call_id,
-            payloads.ToolResult(
-                call_id=intent.call_id,
-                status="rejected",
-                error=payloads.ErrorInfo(code=code, message=message[:1024] or code),
-            ),
-            now,
+        rejected = refuse_call(
+            conn, conversation_id, intent.call_id, received.envelope_id or "", code, message, now
         )
-        audit(conn, now, "agent", "tool.call", subject, "rejected", code)
         return Outcome(None, code=code, outbox=rejected)
 
     spec = intent.interaction
@@ -185,6 +171,44 @@ def create(
     record = get(conn, interaction_id)
     assert record is not None
     return Outcome(record, won=state is State.ACCEPTED, outbox=outbox)
+
+
+def refuse_call(
+    conn: sqlite3.Connection,
+    conversation_id: str,
+    call_id: str,
+    envelope_id: str,
+    code: str,
+    message: str,
+    now: str,
+) -> OutboxItem:
+    """Refuse a ``tool.call`` before anything was created: the call id is spent in
+    ``refused_calls`` and its one ``rejected`` result is queued (also used by the Tool
+    Router for ordinary tools)."""
+    conn.execute(
+        "INSERT INTO refused_calls (conversation_id, call_id, envelope_id, code, at)"
+        " VALUES (?, ?, ?, ?, ?)",
+        (conversation_id, call_id, envelope_id, code, now),
+    )
+    rejected = _queue_result(
+        conn,
+        conversation_id,
+        call_id,
+        payloads.ToolResult(
+            call_id=call_id,
+            status="rejected",
+            error=payloads.ErrorInfo(code=code, message=message[:1024] or code),
+        ),
+        now,
+    )
+    audit(conn, now, "agent", "tool.call", f"{conversation_id}/{call_id}", "rejected", code)
+    return rejected
+
+
+def call_spent(conn: sqlite3.Connection, conversation_id: str, call_id: str) -> bool:
+    """Is the call id already used in the conversation (interaction, refused call or
+    ordinary tool call)?"""
+    return _call_spent(conn, conversation_id, call_id)
 
 
 def _call_spent(conn: sqlite3.Connection, conversation_id: str, call_id: str) -> bool:

@@ -37,11 +37,13 @@ from lineup.protocol import (
     encode,
     payloads,
 )
-from lineup.protocol.interactions import MAX_INPUT_CHARS, Interaction, parse_arguments
+from lineup.protocol.interactions import MAX_INPUT_CHARS, TOOL_IDS, Interaction, parse_arguments
 from lineup.protocol.interactions import inventory as build_inventory
 from lineup.protocol.payloads import ClientInventory
 
 from .apps.kernel import AppKernel, AppsChanged
+from .apps.registry import INITIAL_REVISION, AppRegistry
+from .apps.router import ToolRouter
 from .interaction_store import Outcome
 from .records import (
     ConversationInfo,
@@ -62,8 +64,10 @@ DEFAULT_SCOPE = "chat"
 
 STORE_FILE = "runtime.sqlite3"
 
-INVENTORY = build_inventory()
-"""What this Runtime advertises to agents: the four standard interactions."""
+INVENTORY = build_inventory(revision=INITIAL_REVISION)
+"""What a fresh Runtime advertises to agents: the four standard interactions, under the
+first revision (``inv-1``). ``Runtime.inventory`` is the current one: the registry adds
+enabled apps and bumps the revision whenever the content changes."""
 
 MAX_DRAFTS = 1000
 MAX_EXPIRY_WAIT_S = 60.0
@@ -122,11 +126,17 @@ class Runtime:
         self._incoming_ready = asyncio.Event()
         self.ready = asyncio.Event()
         self.logged_in = asyncio.Event()
-        self.inventory = INVENTORY
         self._expiry_changed = asyncio.Event()
         self._drafts: dict[str, str] = {}  # interaction id -> unsent input (memory only)
         self.apps = AppKernel(self.store, clock=self._clock, emit=self._emit, send=self._start_send)
         """The MiniApp kernel: instances, focus and their sub-sessions."""
+        self.registry = AppRegistry(
+            self.store, clock=self._clock, on_change=self._inventory_changed, initial=INVENTORY
+        )
+        """Installed and enabled apps; the inventory they make."""
+        self.tools = ToolRouter(self.store, self.apps, clock=self._clock, send=self._start_send)
+        """The Tool Router's app side: results, timeouts, acks of ordinary tool calls."""
+        self._scopes = self._known_scopes
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -136,10 +146,26 @@ class Runtime:
         self.session = await self.store.load_session()
         if self.session is not None:
             self.logged_in.set()
+        await self.registry.load()  # the stored inventory (bumped if the content changed)
 
     async def close(self) -> None:
         await self.stop()
         await self.store.close()
+
+    @property
+    def inventory(self) -> ClientInventory:
+        """What this Runtime advertises now (``inv-<n>``, monotonic)."""
+        return self.registry.inventory
+
+    async def _inventory_changed(self, inventory: ClientInventory) -> None:
+        """The advertised content changed: accept calls for the enabled apps' scopes
+        and publish the new revision to every conversation."""
+        scopes = {t.target.app_scope for t in inventory.tools if t.target is not None}
+        self._scopes = self._known_scopes | scopes
+        if self.session is None:
+            return  # nothing to publish to (and nobody to publish as) before a login
+        for conversation in await self.store.conversations():
+            await self._publish_inventory(conversation.id)
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Hear about timeline and connection changes; returns the unsubscribe call."""
@@ -313,10 +339,12 @@ class Runtime:
         while True:
             self._expiry_changed.clear()
             await self.expire_due()
-            next_at = await self.store.next_expiry()
+            await self.tools.due()  # ordinary tool calls past their timeout_ms
+            due_at = [await self.store.next_expiry(), await self.tools.next_deadline()]
             delay = MAX_EXPIRY_WAIT_S
-            if next_at is not None:
-                delay = min(delay, max(0.0, (next_at - self._clock()).total_seconds()))
+            for next_at in due_at:
+                if next_at is not None:
+                    delay = min(delay, max(0.0, (next_at - self._clock()).total_seconds()))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._expiry_changed.wait(), delay)
 
@@ -341,6 +369,8 @@ class Runtime:
             return  # stays in the outbox
         else:
             changed = await self.store.mark_sent(item.conversation_id, item.envelope_id, ack.seq)
+            if item.envelope_id.startswith("res_"):  # a tool result: its call is delivered
+                await self.tools.delivered(item.conversation_id, item.envelope_id)
         if changed is not None:
             self._emit(TimelineChanged(changed))
 
@@ -390,7 +420,7 @@ class Runtime:
 
     async def _on_frame(self, frame: wire.ServerFrame) -> None:
         if isinstance(frame, wire.EnvelopeFrame):
-            self._incoming.append(classify(frame, self._known_scopes, self.inventory))
+            self._incoming.append(classify(frame, self._scopes, self.inventory))
             self._incoming_ready.set()
         elif isinstance(frame, wire.ConversationFrame):
             record = frame.conversation
@@ -410,7 +440,8 @@ class Runtime:
             batch, self._incoming = self._incoming, []
             if not batch:
                 continue
-            applied = await self.store.apply_received(batch)
+            applied = await self.store.apply_received(batch, lifecycle=self.tools.lifecycle)
+            self.tools.adopt(tuple(applied.lifecycle))
             self._cursors.update(applied.cursors)
             for item in applied.items:
                 self._emit(TimelineChanged(item))
@@ -473,6 +504,10 @@ def _call_intent(envelope: ToolCallEnvelope, inventory: ClientInventory) -> Tool
     context = p.app_session_context.app_session_id if p.app_session_context else None
     refusal: Rejection | None = None
     parsed: Interaction | None = None
+    if p.tool not in TOOL_IDS:
+        # An ordinary tool: the Tool Router checks it in the apply transaction, against
+        # the stored inventory and registry.
+        return ToolCallIntent(p.call_id, envelope.sender.id, context, None, None)
     if p.inventory_revision != inventory.revision:
         refusal = Rejection(
             code=ErrorCode.INVENTORY_REVISION_MISMATCH,

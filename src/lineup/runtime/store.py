@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lineup.db import SQLiteDatabase
 from lineup.protocol.payloads import ClientInventory
@@ -31,6 +31,10 @@ from .records import (
     TimelineItem,
 )
 from .tables import TIMELINE_SELECT, audit, get_item, queue, timeline_item
+
+if TYPE_CHECKING:
+    from .apps.instance_store import LifecycleResult
+    from .apps.router import LifecycleHook
 
 Clock = Callable[[], datetime]
 
@@ -112,15 +116,20 @@ class RuntimeStore:
 
     # --- receiving ---------------------------------------------------------------------------
 
-    async def apply_received(self, items: Sequence[Received]) -> Applied:
+    async def apply_received(
+        self, items: Sequence[Received], *, lifecycle: LifecycleHook | None = None
+    ) -> Applied:
         """Store received envelopes, their inbox rows and the new cursors atomically.
 
         Envelopes at or below a conversation's cursor are skipped (already applied);
         one we sent ourselves turns our ``sending`` row into ``sent``. A ``tool.call``
-        starts its interaction (or is refused with one ``rejected`` result) and an
-        ``interaction.dismiss`` is applied, in the same transaction.
+        starts its interaction, or is routed by the Tool Router when it names an
+        ordinary tool (or is refused with one ``rejected`` result), and an
+        ``interaction.dismiss`` is applied, in the same transaction. ``lifecycle``:
+        how the router runs instance operations (the kernel's hook; by default
+        straight on the store).
         """
-        return await self._db.write(_apply_received_txn, list(items), self._now())
+        return await self._db.write(_apply_received_txn, list(items), self._now(), lifecycle)
 
     # --- interactions ------------------------------------------------------------------------
 
@@ -341,12 +350,22 @@ class Applied:
     outbox: list[OutboxItem]
     """Envelopes the batch queued (tool results) to send now."""
     expiry_changed: bool = False
+    lifecycle: list[tuple[int, LifecycleResult]] = field(default_factory=list)
+    """Instance operations the Tool Router ran (for the kernel to adopt)."""
 
 
-def _apply_received_txn(conn: sqlite3.Connection, items: list[Received], now: str) -> Applied:
+def _apply_received_txn(
+    conn: sqlite3.Connection,
+    items: list[Received],
+    now: str,
+    lifecycle: LifecycleHook | None = None,
+) -> Applied:
+    from .apps import router  # the router imports the kernel, which imports this module
+
     applied: list[TimelineItem] = []
     cursors: dict[str, int] = {}
     outbox: list[OutboxItem] = []
+    lifecycles: list[tuple[int, LifecycleResult]] = []
     expiry_changed = False
     for item in items:
         cursor = cursors.get(item.conversation_id)
@@ -395,6 +414,8 @@ def _apply_received_txn(conn: sqlite3.Connection, items: list[Received], now: st
                 "DELETE FROM outbox WHERE conversation_id = ? AND envelope_id = ?",
                 (item.conversation_id, item.envelope_id),
             )
+            if item.envelope_id.startswith("res_"):  # a tool result is stored: delivered
+                router.delivered(conn, item.conversation_id, item.envelope_id, now)
         else:
             conn.execute(
                 "INSERT INTO timeline (conversation_id, envelope_id, seq, type, sender_kind, body,"
@@ -416,7 +437,15 @@ def _apply_received_txn(conn: sqlite3.Connection, items: list[Received], now: st
                     (item.app_scope, item.conversation_id, item.envelope_id),
                 )
             outcome = None
-            if item.call is not None:
+            if item.call is not None and router.is_ordinary(item.call):
+                routed = router.route(
+                    conn, item, item.call, now, lifecycle or router.direct_lifecycle
+                )
+                if routed is not None:
+                    outbox.extend(routed.outbox)
+                    lifecycles.extend(routed.lifecycle)
+                    expiry_changed = expiry_changed or routed.call is not None
+            elif item.call is not None:
                 outcome = interaction_store.create(conn, item, item.call, now)
                 expiry_changed = expiry_changed or outcome is not None
             elif item.dismiss is not None:
@@ -430,7 +459,7 @@ def _apply_received_txn(conn: sqlite3.Connection, items: list[Received], now: st
         applied.append(stored)
     for conversation_id, cursor in cursors.items():
         conn.execute("UPDATE conversations SET cursor = ? WHERE id = ?", (cursor, conversation_id))
-    return Applied(applied, cursors, outbox, expiry_changed)
+    return Applied(applied, cursors, outbox, expiry_changed, lifecycles)
 
 
 def _timeline(

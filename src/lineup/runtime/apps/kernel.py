@@ -191,6 +191,20 @@ class AppKernel:
         result = instance_store.apply_lifecycle(conn, op, now)
         return next(self._order), result  # the writer runs transactions one at a time
 
+    def txn(self, conn: sqlite3.Connection, op: Op, now: str) -> tuple[int, LifecycleResult]:
+        """Run ``op`` inside a writer transaction someone else runs (the Tool
+        Router's); hand the result to ``adopt`` after that transaction commits."""
+        return self._txn(conn, op, now)
+
+    def adopt(self, order: int, result: LifecycleResult) -> None:
+        """After the commit of a ``txn`` result: keep the newest value and tell hosts.
+        The caller sends the envelopes it queued."""
+        if order > self._seen:
+            self._seen = order
+            self._value = result.value
+        if result.effects:
+            self._emit(AppsChanged(self._value, result.effects))
+
     # --- tool calls ---------------------------------------------------------------------------
 
     async def tool_calls_due(self) -> list[CallOutcome]:

@@ -1,0 +1,404 @@
+"""The app registry and the advertised inventory (spec 002 §5, §8), persisted.
+
+The registry holds every installed app version (its canonical manifest bytes,
+validated by ``manifest.load_manifest``), which version of each app is in use, its
+kind (``system`` / ``bundled`` / ``installed``) and whether it is enabled. Installing
+the same ``id`` + ``version`` again is idempotent; a different version replaces the
+one in use and the old one stays stored (for a later rollback).
+
+The inventory (``client.inventory``) is the four interactive tools plus every enabled
+app: its ``ApplicationRef`` and its tool descriptors. Its revision is **monotonic**:
+``inventory_state`` keeps a counter and the digest of the advertised content, and
+every transaction that can change the content (install, enable, disable, the Runtime
+opening with new software) recomputes the digest and bumps the counter when it
+differs. So the revision is ``inv-<n>`` and never goes back, even when the content
+does. The Runtime republishes the inventory to every conversation when it changes.
+
+Transaction functions take the connection and run on the store's writer; the
+``AppRegistry`` class is the async face the Runtime and hosts call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from lineup.protocol import interactions as ix
+from lineup.protocol.payloads import ClientInventory, ToolDescriptor
+
+from ..tables import audit
+from .manifest import (
+    AppManifest,
+    encode_manifest,
+    load_manifest,
+    to_inventory_application,
+    tool_descriptors,
+)
+from .schemas import CompiledTool, compile_tool
+
+if TYPE_CHECKING:
+    from ..store import RuntimeStore
+
+__all__ = [
+    "INITIAL_REVISION",
+    "AppEntry",
+    "AppRegistry",
+    "Installed",
+    "RegistryError",
+    "ToolTarget",
+    "build_inventory",
+    "entries",
+    "find_tool",
+    "install",
+    "manifest_of",
+    "refresh_inventory",
+    "revision",
+    "set_enabled",
+]
+
+INITIAL_REVISION = "inv-1"
+"""The revision of a fresh store's inventory (no app enabled yet)."""
+
+_CACHE_SIZE = 64
+_manifests: OrderedDict[str, AppManifest] = OrderedDict()
+"""Loaded manifests by the digest of their canonical bytes (a store only ever holds
+valid bytes, so they are loaded and compiled once per process)."""
+
+
+class RegistryError(Exception):
+    """A registry request was refused: ``code`` says why (``app_not_found``,
+    ``app_version_conflict``: the same id and version with other content,
+    ``app_scope_conflict``: another app already uses the scope). A manifest that
+    does not load raises ``manifest.ManifestError`` instead. The transaction is rolled
+    back: a refusal changes nothing."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class AppEntry:
+    """One registered app: the version in use, every version stored (oldest first)."""
+
+    app_id: str
+    app_scope: str
+    kind: str
+    version: str
+    enabled: bool
+    versions: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Installed:
+    """What ``install`` did. ``installed``: false for an idempotent repeat."""
+
+    entry: AppEntry
+    installed: bool
+    inventory: ClientInventory
+    inventory_changed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ToolTarget:
+    """A tool of a registered app, as the Tool Router needs it."""
+
+    entry: AppEntry
+    manifest: AppManifest
+    descriptor: ToolDescriptor
+    compiled: CompiledTool
+
+
+def _digest(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()
+
+
+def _manifest(body: bytes, digest: str) -> AppManifest:
+    cached = _manifests.get(digest)
+    if cached is not None:
+        _manifests.move_to_end(digest)
+        return cached
+    manifest = load_manifest(body)
+    _manifests[digest] = manifest
+    while len(_manifests) > _CACHE_SIZE:
+        _manifests.popitem(last=False)
+    return manifest
+
+
+# --- transaction and query functions ----------------------------------------------------------
+
+
+def _entry(conn: sqlite3.Connection, app_id: str) -> AppEntry | None:
+    row = conn.execute(
+        "SELECT app_id, app_scope, kind, version, enabled FROM apps WHERE app_id = ?", (app_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    versions = tuple(
+        r[0]
+        for r in conn.execute(
+            "SELECT version FROM app_versions WHERE app_id = ? ORDER BY installed_at, rowid",
+            (app_id,),
+        )
+    )
+    return AppEntry(row[0], row[1], row[2], row[3], bool(row[4]), versions)
+
+
+def entries(conn: sqlite3.Connection, *, enabled_only: bool = False) -> list[AppEntry]:
+    """Every registered app (or only the enabled ones), by app id."""
+    where = " WHERE enabled = 1" if enabled_only else ""
+    ids = [r[0] for r in conn.execute(f"SELECT app_id FROM apps{where} ORDER BY app_id")]  # noqa: S608
+    found = [_entry(conn, app_id) for app_id in ids]
+    return [e for e in found if e is not None]
+
+
+def manifest_of(
+    conn: sqlite3.Connection, app_id: str, version: str | None = None
+) -> AppManifest | None:
+    """The manifest of ``app_id`` at ``version`` (the version in use by default)."""
+    if version is None:
+        entry = _entry(conn, app_id)
+        if entry is None:
+            return None
+        version = entry.version
+    row = conn.execute(
+        "SELECT manifest, digest FROM app_versions WHERE app_id = ? AND version = ?",
+        (app_id, version),
+    ).fetchone()
+    return None if row is None else _manifest(bytes(row[0]), row[1])
+
+
+def install(
+    conn: sqlite3.Connection, manifest: AppManifest, now: str, *, enable: bool = False
+) -> Installed:
+    """Store ``manifest`` (already loaded) and make it the version in use."""
+    body = encode_manifest(manifest)
+    digest = _digest(body)
+    stored = conn.execute(
+        "SELECT digest FROM app_versions WHERE app_id = ? AND version = ?",
+        (manifest.id, manifest.version),
+    ).fetchone()
+    if stored is not None and stored[0] != digest:
+        raise RegistryError(
+            "app_version_conflict", "this app version is installed with other content"
+        )
+    holder = conn.execute(
+        "SELECT app_id FROM apps WHERE app_scope = ? AND app_id != ?",
+        (manifest.app_scope, manifest.id),
+    ).fetchone()
+    if holder is not None:
+        raise RegistryError("app_scope_conflict", "another app already uses this app scope")
+    current = _entry(conn, manifest.id)
+    if stored is not None and current is not None and current.version == manifest.version:
+        if enable and not current.enabled:
+            return _installed(conn, set_enabled(conn, manifest.id, True, now), False, now)
+        inventory, changed = refresh_inventory(conn, now)
+        return Installed(current, False, inventory, changed)
+    if stored is None:
+        conn.execute(
+            "INSERT INTO app_versions (app_id, version, kind, app_scope, manifest, digest,"
+            " installed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (manifest.id, manifest.version, manifest.kind, manifest.app_scope, body, digest, now),
+        )
+        _manifests[digest] = manifest
+    enabled = enable or (current is not None and current.enabled)
+    conn.execute(
+        "INSERT INTO apps (app_id, app_scope, kind, version, enabled, updated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (app_id) DO UPDATE SET"
+        " app_scope = excluded.app_scope, kind = excluded.kind, version = excluded.version,"
+        " enabled = excluded.enabled, updated_at = excluded.updated_at",
+        (manifest.id, manifest.app_scope, manifest.kind, manifest.version, int(enabled), now),
+    )
+    audit(conn, now, "user", "app.install", f"{manifest.id}@{manifest.version}", "installed")
+    entry = _entry(conn, manifest.id)
+    assert entry is not None
+    return _installed(conn, entry, True, now)
+
+
+def _installed(conn: sqlite3.Connection, entry: AppEntry, new: bool, now: str) -> Installed:
+    inventory, changed = refresh_inventory(conn, now)
+    return Installed(entry, new, inventory, changed)
+
+
+def set_enabled(conn: sqlite3.Connection, app_id: str, enabled: bool, now: str) -> AppEntry:
+    """Enable or disable ``app_id`` (idempotent). Raises ``RegistryError``."""
+    changed = conn.execute(
+        "UPDATE apps SET enabled = ?, updated_at = ? WHERE app_id = ? AND enabled != ?",
+        (int(enabled), now, app_id, int(enabled)),
+    ).rowcount
+    entry = _entry(conn, app_id)
+    if entry is None:
+        raise RegistryError("app_not_found", "no such app")
+    if changed:
+        audit(conn, now, "user", "app.enable", app_id, "enabled" if enabled else "disabled")
+    return entry
+
+
+def find_tool(conn: sqlite3.Connection, tool_id: str) -> ToolTarget | None:
+    """The registered app (enabled or not) whose version in use declares ``tool_id``."""
+    scope = tool_id.split(".", 1)[0]
+    row = conn.execute("SELECT app_id FROM apps WHERE app_scope = ?", (scope,)).fetchone()
+    if row is None:
+        return None
+    entry = _entry(conn, row[0])
+    manifest = manifest_of(conn, row[0])
+    if entry is None or manifest is None:
+        return None
+    for descriptor in manifest.tools:
+        if descriptor.id == tool_id:
+            return ToolTarget(entry, manifest, descriptor, compile_tool(descriptor))
+    return None
+
+
+def build_inventory(conn: sqlite3.Connection, revision: str | None = None) -> ClientInventory:
+    """The content to advertise now (under ``revision``; a digest when ``None``)."""
+    applications = []
+    tools: list[ToolDescriptor] = []
+    for entry in entries(conn, enabled_only=True):
+        manifest = manifest_of(conn, entry.app_id)
+        if manifest is None:  # pragma: no cover - the foreign key keeps it
+            continue
+        applications.append(to_inventory_application(manifest))
+        tools.extend(tool_descriptors(manifest))
+    return ix.inventory(tools, applications=applications, revision=revision)
+
+
+def revision(conn: sqlite3.Connection) -> str:
+    """The inventory revision advertised now (``inv-<n>``)."""
+    row = conn.execute("SELECT counter FROM inventory_state WHERE id = 1").fetchone()
+    return INITIAL_REVISION if row is None else f"inv-{row[0]}"
+
+
+def refresh_inventory(conn: sqlite3.Connection, now: str) -> tuple[ClientInventory, bool]:
+    """The inventory to advertise, its counter bumped when the content changed since
+    it was last stored. Returns it and whether it changed."""
+    content = build_inventory(conn)
+    digest = ix.content_digest(content)
+    row = conn.execute("SELECT counter, digest FROM inventory_state WHERE id = 1").fetchone()
+    if row is None:  # revision 1 is the content of a store without apps
+        changed = digest != ix.content_digest(ix.inventory())
+        counter = 2 if changed else 1
+        conn.execute(
+            "INSERT INTO inventory_state (id, counter, digest, updated_at) VALUES (1, ?, ?, ?)",
+            (counter, digest, now),
+        )
+    elif row[1] != digest:
+        counter, changed = row[0] + 1, True
+        conn.execute(
+            "UPDATE inventory_state SET counter = ?, digest = ?, updated_at = ? WHERE id = 1",
+            (counter, digest, now),
+        )
+        audit(conn, now, "runtime", "inventory", f"inv-{counter}", "changed")
+    else:
+        counter, changed = row[0], False
+    return _with_revision(content, f"inv-{counter}"), changed
+
+
+def _with_revision(content: ClientInventory, value: str) -> ClientInventory:
+    return ClientInventory(
+        revision=value,
+        standard_components=content.standard_components,
+        applications=content.applications,
+        capabilities=content.capabilities,
+        tools=content.tools,
+    )
+
+
+# --- the async face ------------------------------------------------------------------------
+
+
+async def _ignore(_: ClientInventory) -> None:
+    return None
+
+
+class AppRegistry:
+    """Install, enable and disable apps; keep the current inventory. ``on_change`` is
+    awaited with the new inventory after every commit that changed it."""
+
+    def __init__(
+        self,
+        store: RuntimeStore,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        on_change: Callable[[ClientInventory], Awaitable[None]] = _ignore,
+        initial: ClientInventory | None = None,
+    ) -> None:
+        self._store = store
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self._on_change = on_change
+        self.inventory: ClientInventory = initial or ix.inventory(revision=INITIAL_REVISION)
+        """The inventory advertised now (the last one committed)."""
+
+    def _now(self) -> str:
+        return self._clock().astimezone(UTC).isoformat(timespec="milliseconds")
+
+    async def load(self) -> ClientInventory:
+        """After the store opened: the stored inventory, bumped if this software
+        advertises something else for the same apps."""
+        inventory, changed = await self._store.db.write(refresh_inventory, self._now())
+        await self._changed(inventory, changed)
+        return inventory
+
+    async def install(
+        self, data: bytes | str | Mapping[str, Any], *, enable: bool = False
+    ) -> Installed:
+        """Validate ``data`` with ``load_manifest`` and install it (see ``install``).
+        Raises ``ManifestError`` or ``RegistryError``."""
+        manifest = load_manifest(data)
+        result: Installed = await self._store.db.write(_install_txn, manifest, enable, self._now())
+        await self._changed(result.inventory, result.inventory_changed)
+        return result
+
+    async def enable(self, app_id: str) -> AppEntry:
+        return await self._set(app_id, True)
+
+    async def disable(self, app_id: str) -> AppEntry:
+        return await self._set(app_id, False)
+
+    async def _set(self, app_id: str, enabled: bool) -> AppEntry:
+        entry, inventory, changed = await self._store.db.write(
+            _set_txn, app_id, enabled, self._now()
+        )
+        await self._changed(inventory, changed)
+        return entry
+
+    async def apps(self) -> list[AppEntry]:
+        return await self._store.db.read(entries)
+
+    async def list_enabled(self) -> list[AppEntry]:
+        return await self._store.db.read(_enabled)
+
+    async def manifest(self, app_id: str, version: str | None = None) -> AppManifest | None:
+        return await self._store.db.read(manifest_of, app_id, version)
+
+    async def _changed(self, inventory: ClientInventory, changed: bool) -> None:
+        """Keep the committed inventory; tell the Runtime when it differs from the one
+        it advertised (a new revision, or the stored one on ``load``)."""
+        if not changed and inventory == self.inventory:
+            return
+        self.inventory = inventory
+        await self._on_change(inventory)
+
+
+def _enabled(conn: sqlite3.Connection) -> list[AppEntry]:
+    return entries(conn, enabled_only=True)
+
+
+def _install_txn(
+    conn: sqlite3.Connection, manifest: AppManifest, enable: bool, now: str
+) -> Installed:
+    return install(conn, manifest, now, enable=enable)
+
+
+def _set_txn(
+    conn: sqlite3.Connection, app_id: str, enabled: bool, now: str
+) -> tuple[AppEntry, ClientInventory, bool]:
+    entry = set_enabled(conn, app_id, enabled, now)
+    inventory, changed = refresh_inventory(conn, now)
+    return entry, inventory, changed

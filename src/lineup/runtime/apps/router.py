@@ -1,0 +1,481 @@
+"""The Tool Router (spec 002 §8): where an agent's ordinary ``tool.call`` goes.
+
+``route`` runs inside the apply transaction that stores the call's timeline row.
+It checks, in order: the sender (the conversation's agent, ``sender_mismatch``), the
+inventory revision (``inventory_revision_mismatch``), that a registered app
+declares the tool (``tool_not_advertised``), that the app is enabled
+(``app_disabled``), the arguments against the compiled input schema
+(``tool_input_invalid``, with the path), and that the envelope's ``target`` and the
+``app_session_context`` name the tool's own scope and agree on the instance
+(``app_scope_mismatch``; ``app_session_not_found`` for a sub-session that is not
+this conversation's). Then
+it picks or opens the instance (by ``handling``) and only then stores the call:
+
+- ``launch``: opens a new instance of the app in this conversation (in front when
+  ``target.requires_foreground``) and binds the call to it: ``waiting_for_app``
+  until the app reports it started.
+- ``foreground``: the live instance of the scope (the one ``target.instance_id`` or
+  the sub-session names, else the focused one, else the topmost), brought to the
+  front, or a new one when none was named.
+- ``direct`` / ``operation``: that live instance (brought to the front when
+  ``target.requires_foreground``), or ``app_instance_not_found``.
+
+A live instance is one of this conversation (or of none) that is not ``stopping``.
+A bound call on a ready instance (``foreground`` / ``background``) is ``running``;
+on a ``starting`` or ``suspended`` one it is ``waiting_for_app``. A refused call
+stores no call row: it spends the call id in ``refused_calls`` and queues its one
+``rejected`` result (``interaction_store.refuse_call``). A call id already spent
+does nothing at all.
+
+Lifecycle operations run through a hook (``LifecycleHook``) inside the same
+transaction; the Runtime passes the ``AppKernel``'s so the kernel adopts the new
+value after the commit.
+
+``ToolRouter`` is the app side (the bridge's): ``app_started``, ``app_progress``,
+``app_complete`` (the result checked against the compiled output schema:
+``tool_output_invalid`` is refused and the call stays ``running``), ``app_fail``,
+``app_cancel``, each answered with a ``tool_calls.Receipt``; ``delivered`` when the
+AppServer acknowledged a result envelope; ``due`` for timeouts.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from lineup.protocol import ErrorCode, ToolCallEnvelope, decode
+from lineup.protocol.fields import ERROR_CODE_PATTERN
+
+from .. import interaction_store
+from ..records import OutboxItem, Received, ToolCallIntent
+from ..store import RuntimeStore
+from ..tables import audit
+from . import instance_store, registry, tool_call_store
+from .focus import Instances
+from .instance_store import Action, LifecycleResult, Op
+from .kernel import AppKernel
+from .kernel import Receipt as LifecycleReceipt
+from .lifecycle import MiniAppInstanceRecord
+from .lifecycle import State as AppState
+from .manifest import compiled_tools
+from .tool_call_store import CallOutcome, StoredToolCall
+from .tool_calls import CALL_NOT_FOUND, Event, Receipt, State
+
+__all__ = [
+    "LifecycleHook",
+    "Routed",
+    "ToolRouter",
+    "delivered",
+    "direct_lifecycle",
+    "is_ordinary",
+    "route",
+]
+
+LifecycleHook = Callable[[sqlite3.Connection, Op, str], tuple[int, LifecycleResult]]
+"""Runs one lifecycle operation inside the caller's transaction; returns the kernel's
+commit order and the result."""
+
+_CODE = re.compile(ERROR_CODE_PATTERN)
+_READY = frozenset({AppState.FOREGROUND, AppState.BACKGROUND})
+_BINDABLE = _READY | {AppState.STARTING, AppState.SUSPENDED}
+
+
+def direct_lifecycle(conn: sqlite3.Connection, op: Op, now: str) -> tuple[int, LifecycleResult]:
+    """The hook without a kernel (store-level use and tests)."""
+    return 0, instance_store.apply_lifecycle(conn, op, now)
+
+
+@dataclass(frozen=True, slots=True)
+class Routed:
+    """What routing one call did. ``code``: the rejection code, or ``None`` when the
+    call was stored (``call``). ``outbox``: every envelope queued (the ``rejected``
+    result, ``app_session.opened``), in order. ``lifecycle``: the lifecycle results
+    to hand to the kernel after the commit."""
+
+    call: StoredToolCall | None = None
+    code: str | None = None
+    outbox: tuple[OutboxItem, ...] = ()
+    lifecycle: tuple[tuple[int, LifecycleResult], ...] = field(default_factory=tuple)
+
+
+class _Refused(Exception):
+    def __init__(self, code: str, message: str | None = None) -> None:
+        super().__init__(code)
+        self.code = code
+        self.message = message or code
+
+
+def _agent(conn: sqlite3.Connection, conversation_id: str) -> str | None:
+    row = conn.execute(
+        "SELECT agent_id FROM conversations WHERE id = ?", (conversation_id,)
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _session_instance(
+    conn: sqlite3.Connection, app_session_id: str, conversation_id: str, agent_id: str, scope: str
+) -> str:
+    row = conn.execute(
+        "SELECT app_scope, instance_id FROM app_sessions"
+        " WHERE id = ? AND conversation_id = ? AND agent_id = ?",
+        (app_session_id, conversation_id, agent_id),
+    ).fetchone()
+    if row is None:
+        raise _Refused(ErrorCode.APP_SESSION_NOT_FOUND, "no such app session here")
+    if row[0] != scope:
+        raise _Refused(ErrorCode.APP_SCOPE_MISMATCH, "the app session belongs to another app")
+    return str(row[1])
+
+
+def _pick(
+    value: Instances, scope: str, conversation_id: str, preferred: str | None
+) -> MiniAppInstanceRecord | None:
+    """The instance a call of ``scope`` goes to: the one named, else the focused one,
+    else the topmost of the stack."""
+    usable = {
+        r.instance_id: r
+        for r in value.live()
+        if r.app_scope == scope
+        and r.state in _BINDABLE
+        and r.conversation_id in (None, conversation_id)
+    }
+    if preferred is not None:
+        return usable.get(preferred)
+    if value.focus in usable:
+        return usable[value.focus]
+    for instance_id in reversed(value.stack):
+        if instance_id in usable:
+            return usable[instance_id]
+    return None
+
+
+def route(
+    conn: sqlite3.Connection,
+    received: Received,
+    intent: ToolCallIntent,
+    now: str,
+    lifecycle: LifecycleHook = direct_lifecycle,
+) -> Routed | None:
+    """Check, bind and store one ordinary ``tool.call`` whose timeline row was just
+    stored; ``None`` for a call id already spent (nothing is sent again)."""
+    conversation_id = received.conversation_id
+    call_id = intent.call_id
+    envelope_id = received.envelope_id or ""
+    if interaction_store.call_spent(conn, conversation_id, call_id):
+        subject = f"{conversation_id}/{call_id}"
+        audit(conn, now, "agent", "tool.call", subject, "duplicate", ErrorCode.CALL_ALREADY_FINAL)
+        return None
+    done: list[tuple[int, LifecycleResult]] = []
+    outbox: list[OutboxItem] = []
+    try:
+        envelope = decode(received.body)
+        if not isinstance(envelope, ToolCallEnvelope):  # classify already decoded it
+            raise _Refused(ErrorCode.MALFORMED_ENVELOPE)
+        p = envelope.payload
+        agent_id = _agent(conn, conversation_id)
+        if agent_id is None or agent_id != intent.sender_id:
+            raise _Refused(ErrorCode.SENDER_MISMATCH)
+        current = registry.revision(conn)
+        if p.inventory_revision != current:
+            raise _Refused(
+                ErrorCode.INVENTORY_REVISION_MISMATCH,
+                f"the current inventory revision is {current}",
+            )
+        found = registry.find_tool(conn, p.tool)
+        if found is None:
+            raise _Refused(ErrorCode.TOOL_NOT_ADVERTISED, "no such tool")
+        if not found.entry.enabled:
+            raise _Refused(ErrorCode.APP_DISABLED, "the app is disabled")
+        problem = found.compiled.validate_input(p.arguments)
+        if problem is not None:
+            raise _Refused(ErrorCode.TOOL_INPUT_INVALID, problem.describe())
+        descriptor = found.descriptor
+        assert descriptor.target is not None  # manifests have no interactive tools
+        scope = descriptor.target.app_scope
+        if envelope.target is not None and envelope.target.app_scope not in (None, scope):
+            raise _Refused(ErrorCode.APP_SCOPE_MISMATCH, "the target is another app")
+        preferred = None
+        if p.app_session_context is not None:
+            preferred = _session_instance(
+                conn, p.app_session_context.app_session_id, conversation_id, agent_id, scope
+            )
+        value = instance_store.load(conn)
+        named = None if envelope.target is None else envelope.target.instance_id
+        if named is not None:
+            target_record = value.records.get(named)
+            if target_record is not None and target_record.app_scope != scope:
+                raise _Refused(ErrorCode.APP_SCOPE_MISMATCH, "the target is another app")
+            if preferred is not None and preferred != named:
+                raise _Refused(ErrorCode.APP_SCOPE_MISMATCH, "the target is another instance")
+            preferred = named
+        front = descriptor.target.requires_foreground or descriptor.handling == "foreground"
+        record = None
+        if descriptor.handling != "launch":
+            record = _pick(value, scope, conversation_id, preferred)
+            if record is None and (descriptor.handling != "foreground" or preferred):
+                raise _Refused(ErrorCode.APP_INSTANCE_NOT_FOUND, "no live instance of the app")
+        if record is None:
+            opened = Op(
+                Action.OPEN,
+                f"{scope}.{uuid.uuid4().hex[:16]}",
+                app_scope=scope,
+                conversation_id=conversation_id,
+                parent_instance_id=preferred,
+                foreground=front,
+                actor="agent",
+            )
+            record = _lifecycle(conn, opened, now, lifecycle, done, outbox)
+        elif front and value.focus != record.instance_id:
+            wanted = Op(Action.REQUEST_FOREGROUND, record.instance_id, actor="agent")
+            record = _lifecycle(conn, wanted, now, lifecycle, done, outbox)
+    except _Refused as refused:
+        item = interaction_store.refuse_call(
+            conn, conversation_id, call_id, envelope_id, refused.code, refused.message, now
+        )
+        return Routed(code=refused.code, outbox=(*outbox, item), lifecycle=tuple(done))
+    inserted = tool_call_store.insert(
+        conn,
+        conversation_id,
+        call_id,
+        envelope_id,
+        p.tool,
+        now,
+        timeout_ms=descriptor.timeout_ms,
+        instance_id=record.instance_id,
+    )
+    assert inserted.call is not None  # the call id was checked above
+    assert not inserted.duplicate
+    conn.execute(
+        "UPDATE tool_calls SET app_id = ?, app_version = ? WHERE conversation_id = ?"
+        " AND call_id = ?",
+        (found.manifest.id, found.manifest.version, conversation_id, call_id),
+    )
+    tool_call_store.act(conn, conversation_id, call_id, Event.ROUTE, now)
+    step = Event.DELIVER if record.state in _READY else Event.AWAIT_APP
+    moved = tool_call_store.act(conn, conversation_id, call_id, step, now)
+    return Routed(call=moved.call, outbox=tuple(outbox), lifecycle=tuple(done))
+
+
+def _lifecycle(
+    conn: sqlite3.Connection,
+    op: Op,
+    now: str,
+    hook: LifecycleHook,
+    done: list[tuple[int, LifecycleResult]],
+    outbox: list[OutboxItem],
+) -> MiniAppInstanceRecord:
+    order, result = hook(conn, op, now)
+    if result.refusal is not None:
+        raise _Refused(str(result.refusal), "the app cannot take the call now")
+    done.append((order, result))
+    outbox.extend(result.outbox)
+    return result.value.records[op.instance_id]
+
+
+# --- the app side --------------------------------------------------------------------------
+
+
+def _bound(conn: sqlite3.Connection, instance_id: str, call_id: str) -> StoredToolCall | None:
+    row = conn.execute(
+        "SELECT conversation_id FROM tool_calls WHERE instance_id = ? AND call_id = ?",
+        (instance_id, call_id),
+    ).fetchone()
+    return None if row is None else tool_call_store.get(conn, row[0], call_id)
+
+
+def _ready_waiting(conn: sqlite3.Connection, instance_id: str, now: str) -> list[CallOutcome]:
+    """Bound calls ``waiting_for_app`` move to ``running`` once the instance is ready."""
+    row = conn.execute(
+        "SELECT state FROM app_instances WHERE instance_id = ?", (instance_id,)
+    ).fetchone()
+    if row is None or AppState(row[0]) not in _READY:
+        return []
+    return [
+        tool_call_store.act(conn, c.conversation_id, c.call_id, Event.APP_READY, now)
+        for c in tool_call_store.for_instance(conn, instance_id)
+        if c.state is State.WAITING_FOR_APP
+    ]
+
+
+def _not_found(call_id: str) -> tuple[Receipt, OutboxItem | None]:
+    return Receipt(call_id, False, CALL_NOT_FOUND, None), None
+
+
+def app_request(
+    conn: sqlite3.Connection,
+    instance_id: str,
+    call_id: str,
+    event: Event,
+    now: str,
+    *,
+    result: Any = None,
+    code: str | None = None,
+    message: str | None = None,
+) -> tuple[Receipt, OutboxItem | None]:
+    """One app request on one of its calls, in one transaction."""
+    _ready_waiting(conn, instance_id, now)
+    call = _bound(conn, instance_id, call_id)
+    if call is None:
+        audit(conn, now, "app", f"tool.{event.value}", instance_id, "refused", CALL_NOT_FOUND)
+        return _not_found(call_id)
+    output_valid = True
+    if event is Event.COMPLETE:
+        output_valid = isinstance(result, dict) and _output_problem(conn, call, result) is None
+    outcome = tool_call_store.act(
+        conn,
+        call.conversation_id,
+        call_id,
+        event,
+        now,
+        app_instance_id=instance_id,
+        code=code,
+        message=message,
+        result=result if output_valid and event is Event.COMPLETE else None,
+        output_valid=output_valid,
+        actor="app",
+    )
+    return outcome.receipt if outcome.call is not None else _not_found(call_id)[0], outcome.outbox
+
+
+def _output_problem(conn: sqlite3.Connection, call: StoredToolCall, result: Any) -> str | None:
+    row = conn.execute(
+        "SELECT app_id, app_version FROM tool_calls WHERE conversation_id = ? AND call_id = ?",
+        (call.conversation_id, call.call_id),
+    ).fetchone()
+    manifest = None if row is None or row[0] is None else registry.manifest_of(conn, row[0], row[1])
+    compiled = None if manifest is None else compiled_tools(manifest).get(call.tool)
+    if compiled is None:
+        return "the tool is no longer known"
+    problem = compiled.validate_output(result)
+    return None if problem is None else problem.describe()
+
+
+def delivered(
+    conn: sqlite3.Connection, conversation_id: str, envelope_id: str, now: str
+) -> CallOutcome | None:
+    """The AppServer acknowledged ``envelope_id``: a ``submitted`` call whose result
+    it is becomes ``completed`` or ``failed``."""
+    row = conn.execute(
+        "SELECT call_id FROM tool_calls WHERE conversation_id = ? AND result_envelope_id = ?"
+        " AND state = ?",
+        (conversation_id, envelope_id, State.SUBMITTED.value),
+    ).fetchone()
+    if row is None:
+        return None
+    return tool_call_store.act(conn, conversation_id, row[0], Event.DELIVERED, now)
+
+
+def _started_txn(
+    conn: sqlite3.Connection, kernel: AppKernel, instance_id: str, now: str
+) -> tuple[int, LifecycleResult]:
+    order, result = kernel.txn(conn, Op(Action.STARTED, instance_id, actor="app"), now)
+    _ready_waiting(conn, instance_id, now)
+    return order, result
+
+
+class ToolRouter:
+    """The app side of ordinary tool calls, and their timers and acks."""
+
+    def __init__(
+        self,
+        store: RuntimeStore,
+        kernel: AppKernel,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        send: Callable[[OutboxItem], None] | None = None,
+    ) -> None:
+        self._store = store
+        self._kernel = kernel
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self._send = send or (lambda _: None)
+
+    def _now(self) -> str:
+        return self._clock().astimezone(UTC).isoformat(timespec="milliseconds")
+
+    def lifecycle(self, conn: sqlite3.Connection, op: Op, now: str) -> tuple[int, LifecycleResult]:
+        """The ``LifecycleHook`` the apply transaction uses: through the kernel."""
+        return self._kernel.txn(conn, op, now)
+
+    def adopt(self, done: tuple[tuple[int, LifecycleResult], ...]) -> None:
+        """After the apply transaction committed: the kernel takes the new values."""
+        for order, result in done:
+            self._kernel.adopt(order, result)
+
+    async def app_started(self, instance_id: str) -> LifecycleReceipt:
+        """The app finished starting: the instance is ready and every call waiting
+        for it is ``running`` (one transaction)."""
+        order, result = await self._store.db.write(
+            _started_txn, self._kernel, instance_id, self._now()
+        )
+        self._kernel.adopt(order, result)
+        for item in result.outbox:
+            self._send(item)
+        return LifecycleReceipt(
+            instance_id,
+            result.accepted,
+            None if result.refusal is None else str(result.refusal),
+            result.value.records.get(instance_id),
+        )
+
+    async def app_progress(self, instance_id: str, call_id: str) -> Receipt:
+        return await self._request(instance_id, call_id, Event.PROGRESS)
+
+    async def app_complete(self, instance_id: str, call_id: str, result: Any) -> Receipt:
+        """Accept the call's result if it matches the tool's output schema
+        (``tool_output_invalid`` otherwise: the call stays ``running``)."""
+        return await self._request(instance_id, call_id, Event.COMPLETE, result=result)
+
+    async def app_fail(
+        self, instance_id: str, call_id: str, code: str, message: str | None = None
+    ) -> Receipt:
+        if not _CODE.match(code):
+            raise ValueError(f"not an error code: {code!r}")
+        return await self._request(instance_id, call_id, Event.FAIL, code=code, message=message)
+
+    async def app_cancel(self, instance_id: str, call_id: str) -> Receipt:
+        return await self._request(instance_id, call_id, Event.APP_CANCEL)
+
+    async def _request(
+        self, instance_id: str, call_id: str, event: Event, **kwargs: Any
+    ) -> Receipt:
+        receipt, item = await self._store.db.write(
+            _app_request_txn, instance_id, call_id, event, self._now(), kwargs
+        )
+        if item is not None:
+            self._send(item)
+        return receipt
+
+    async def delivered(self, conversation_id: str, envelope_id: str) -> CallOutcome | None:
+        return await self._store.db.write(delivered, conversation_id, envelope_id, self._now())
+
+    async def due(self) -> list[CallOutcome]:
+        """Time out every overdue call (one ``failed(tool_timeout)`` result each)."""
+        outcomes = await self._store.db.write(tool_call_store.due, self._now())
+        for outcome in outcomes:
+            if outcome.outbox is not None:
+                self._send(outcome.outbox)
+        return outcomes
+
+    async def next_deadline(self) -> datetime | None:
+        return await self._store.db.read(tool_call_store.next_deadline)
+
+
+def _app_request_txn(
+    conn: sqlite3.Connection,
+    instance_id: str,
+    call_id: str,
+    event: Event,
+    now: str,
+    kwargs: dict[str, Any],
+) -> tuple[Receipt, OutboxItem | None]:
+    return app_request(conn, instance_id, call_id, event, now, **kwargs)
+
+
+def is_ordinary(intent: ToolCallIntent) -> bool:
+    """A call ``classify`` left to the router (not an interactive tool)."""
+    return intent.interaction is None and intent.refusal is None
