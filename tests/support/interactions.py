@@ -26,8 +26,8 @@ from lineup.runtime import (
     TimelineChanged,
     classify,
 )
-from lineup.runtime.interaction_store import _result_envelope_id
 from lineup.runtime.store import Applied
+from lineup.runtime.tables import result_envelope_id
 
 if TYPE_CHECKING:
     from tests.conftest import Pair
@@ -86,7 +86,7 @@ def at(stored: str) -> datetime:
 
 def result_id(conversation_id: str, call_id: str) -> str:
     """The one envelope id every result of this call is sent under."""
-    return _result_envelope_id(conversation_id, call_id)
+    return result_envelope_id(conversation_id, call_id)
 
 
 def envelope(

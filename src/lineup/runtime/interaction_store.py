@@ -8,7 +8,6 @@ transaction. Losers get a refusal code and write nothing but an audit row.
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import uuid
 from dataclasses import dataclass
@@ -37,7 +36,16 @@ from .records import (
     TimelineItem,
     ToolCallIntent,
 )
-from .tables import INTERACTION_COLUMNS, audit, get_item, interaction, queue, runtime_sender_id
+from .tables import (
+    INTERACTION_COLUMNS,
+    audit,
+    call_spent,
+    get_item,
+    interaction,
+    queue,
+    result_envelope_id,
+    runtime_sender_id,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +121,7 @@ def create(
     duplicate call id (its one result was already decided: nothing is sent again)."""
     conversation_id = received.conversation_id
     subject = f"{conversation_id}/{intent.call_id}"
-    if _call_spent(conn, conversation_id, intent.call_id):
+    if call_spent(conn, conversation_id, intent.call_id):
         audit(conn, now, "agent", "tool.call", subject, "duplicate", ErrorCode.CALL_ALREADY_FINAL)
         return None
     agent = conn.execute(
@@ -205,23 +213,6 @@ def refuse_call(
     return rejected
 
 
-def call_spent(conn: sqlite3.Connection, conversation_id: str, call_id: str) -> bool:
-    """Is the call id already used in the conversation (interaction, refused call or
-    ordinary tool call)?"""
-    return _call_spent(conn, conversation_id, call_id)
-
-
-def _call_spent(conn: sqlite3.Connection, conversation_id: str, call_id: str) -> bool:
-    for table in ("interactions", "refused_calls", "tool_calls"):
-        row = conn.execute(
-            f"SELECT 1 FROM {table} WHERE conversation_id = ? AND call_id = ?",  # noqa: S608
-            (conversation_id, call_id),
-        ).fetchone()
-        if row is not None:
-            return True
-    return False
-
-
 def _app_session_usable(
     conn: sqlite3.Connection, app_session_id: str, conversation_id: str, agent_id: str
 ) -> bool:
@@ -297,7 +288,7 @@ def _finish_row(
             now,
             None if result is None else msgspec.json.encode(result),
             error[0].value if error else code,
-            _result_envelope_id(record.conversation_id, record.call_id),
+            result_envelope_id(record.conversation_id, record.call_id),
             interaction_id,
             guard,
         ),
@@ -318,12 +309,6 @@ def _finish_row(
     )
 
 
-def _result_envelope_id(conversation_id: str, call_id: str) -> str:
-    """One id per call: even a second result could never be stored twice upstream."""
-    digest = hashlib.sha256(f"{conversation_id}\x00{call_id}".encode()).hexdigest()[:32]
-    return f"res_{digest}"
-
-
 def _queue_result(
     conn: sqlite3.Connection,
     conversation_id: str,
@@ -332,7 +317,7 @@ def _queue_result(
     now: str,
 ) -> OutboxItem:
     envelope = ToolResultEnvelope(
-        id=_result_envelope_id(conversation_id, call_id),
+        id=result_envelope_id(conversation_id, call_id),
         conversation_id=conversation_id,
         sender=Sender(kind="runtime", id=runtime_sender_id(conn)),
         created_at=_parse_time(now),
@@ -377,7 +362,7 @@ def dismiss(
         # Nothing to end. The agent still gets an answer, once per control: an error
         # envelope referring to its dismiss (never a tool.result: there is no call).
         error = ErrorEnvelope(
-            id=f"err_{_result_envelope_id(conversation_id, intent.control_id)[4:]}",
+            id=f"err_{result_envelope_id(conversation_id, intent.control_id)[4:]}",
             conversation_id=conversation_id,
             sender=Sender(kind="runtime", id=runtime_sender_id(conn)),
             created_at=_parse_time(now),

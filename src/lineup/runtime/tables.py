@@ -3,6 +3,7 @@ always called inside a transaction of the writer or a read of a reader)."""
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
@@ -116,3 +117,23 @@ def runtime_sender_id(conn: sqlite3.Connection) -> str:
     if row is None:
         raise RuntimeError("the Runtime has no session")
     return str(row[0])
+
+
+def result_envelope_id(conversation_id: str, call_id: str) -> str:
+    """The id of a call's one ``tool.result``: derived, so even a second result could
+    never be stored twice upstream (the AppServer deduplicates by envelope id)."""
+    digest = hashlib.sha256(f"{conversation_id}\x00{call_id}".encode()).hexdigest()[:32]
+    return f"res_{digest}"
+
+
+def call_spent(conn: sqlite3.Connection, conversation_id: str, call_id: str) -> bool:
+    """Is the call id already used in the conversation: by an interaction, a refused
+    call or an ordinary tool call? A call id has one result, ever."""
+    for table in ("interactions", "refused_calls", "tool_calls"):
+        row = conn.execute(
+            f"SELECT 1 FROM {table} WHERE conversation_id = ? AND call_id = ?",  # noqa: S608
+            (conversation_id, call_id),
+        ).fetchone()
+        if row is not None:
+            return True
+    return False

@@ -54,7 +54,7 @@ from lineup.protocol.fields import ERROR_CODE_PATTERN
 from .. import interaction_store
 from ..records import OutboxItem, Received, ToolCallIntent
 from ..store import RuntimeStore
-from ..tables import audit
+from ..tables import audit, call_spent
 from . import instance_store, registry, tool_call_store
 from .focus import Instances
 from .instance_store import Action, LifecycleResult, Op
@@ -166,7 +166,7 @@ def route(
     conversation_id = received.conversation_id
     call_id = intent.call_id
     envelope_id = received.envelope_id or ""
-    if interaction_store.call_spent(conn, conversation_id, call_id):
+    if call_spent(conn, conversation_id, call_id):
         subject = f"{conversation_id}/{call_id}"
         audit(conn, now, "agent", "tool.call", subject, "duplicate", ErrorCode.CALL_ALREADY_FINAL)
         return None

@@ -34,9 +34,8 @@ from lineup.protocol import (
 )
 from lineup.protocol.fields import ERROR_CODE_PATTERN
 
-from ..interaction_store import _result_envelope_id
 from ..records import OutboxItem
-from ..tables import audit, queue, runtime_sender_id
+from ..tables import audit, call_spent, queue, result_envelope_id, runtime_sender_id
 from . import tool_calls
 from .tool_calls import Decision, Event, Outcome, Receipt, State, ToolCallRecord
 
@@ -168,18 +167,6 @@ def all_calls(conn: sqlite3.Connection) -> list[StoredToolCall]:
     return [_row(row) for row in rows]
 
 
-def _spent(conn: sqlite3.Connection, conversation_id: str, call_id: str) -> bool:
-    """Is the call id already used by an interaction or a refused call?"""
-    for table in ("interactions", "refused_calls"):
-        row = conn.execute(
-            f"SELECT 1 FROM {table} WHERE conversation_id = ? AND call_id = ?",  # noqa: S608
-            (conversation_id, call_id),
-        ).fetchone()
-        if row is not None:
-            return True
-    return False
-
-
 def insert(
     conn: sqlite3.Connection,
     conversation_id: str,
@@ -199,7 +186,7 @@ def insert(
     """
     subject = f"{conversation_id}/{call_id}"
     existing = get(conn, conversation_id, call_id)
-    if existing is not None or _spent(conn, conversation_id, call_id):
+    if existing is not None or call_spent(conn, conversation_id, call_id):
         audit(conn, now, "agent", "tool.call", subject, "duplicate", ErrorCode.CALL_ALREADY_FINAL)
         return Inserted(existing, duplicate=True)
     received_at = datetime.fromisoformat(now)
@@ -308,7 +295,7 @@ def _write(
     if written is not None:
         if written.status == "completed":
             body = msgspec.json.encode(result or {})
-        envelope_id = _result_envelope_id(call.conversation_id, call.call_id)
+        envelope_id = result_envelope_id(call.conversation_id, call.call_id)
     changed = conn.execute(
         "UPDATE tool_calls SET state = ?, outcome_status = ?, outcome_code = ?, result = ?,"
         " result_envelope_id = ?, updated_at = ?"
@@ -362,7 +349,7 @@ def _queue_result(
     if result.error is not None and not _CODE.match(result.error.code):
         raise ValueError(f"not an error code: {result.error.code!r}")
     envelope = ToolResultEnvelope(
-        id=_result_envelope_id(conversation_id, result.call_id),
+        id=result_envelope_id(conversation_id, result.call_id),
         conversation_id=conversation_id,
         sender=Sender(kind="runtime", id=runtime_sender_id(conn)),
         created_at=datetime.fromisoformat(now),
