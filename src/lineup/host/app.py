@@ -37,11 +37,12 @@ from lineup.runtime import (
     TimelineChanged,
     TimelineItem,
 )
+from lineup.runtime.apps import sessions_view
 from lineup.runtime.apps.kernel import AppsChanged
 
 from . import channel
 from .sessions import COOKIE, SESSION_TTL, HostSessions
-from .views import apps_view, item_view
+from .views import apps_view, group_view, in_group, item_view
 
 log = logging.getLogger("lineup.host")
 
@@ -193,8 +194,14 @@ class WebHost:
             return
         await websocket.accept()
         outbox: asyncio.Queue[bytes] = asyncio.Queue(maxsize=10_000)
+        groups = _GroupChanges()
 
         def on_event(event: RuntimeEvent) -> None:
+            if isinstance(event, TimelineChanged) and in_group(event.item):
+                # Shown inside its sub-session's group: the group frame carries it.
+                assert event.item.interaction is not None
+                groups.session(event.item.interaction.app_session_id)
+                return
             if isinstance(event, TimelineChanged):
                 fresh = event.item.sender_kind == "agent" and event.item.state == "received"
                 view = item_view(event.item, unread=fresh)
@@ -208,6 +215,8 @@ class WebHost:
                 frame = channel.AppsChangedFrame(
                     records=apps.records, stack=apps.stack, focus=apps.focus
                 )
+                # A sub-session opened or closed with its instance: its group follows.
+                groups.instances(i for e in event.effects if (i := getattr(e, "instance_id", None)))
             else:
                 return
             # A tab this far behind is hopeless; it resyncs on reload.
@@ -218,12 +227,30 @@ class WebHost:
         try:
             async with asyncio.TaskGroup() as tg:
                 writer = tg.create_task(_pump(websocket, outbox))
+                regrouper = tg.create_task(self._send_groups(groups, outbox))
                 await self._read_frames(websocket, outbox)
                 writer.cancel()
+                regrouper.cancel()
         except* (WebSocketDisconnect, RuntimeError):
             pass
         finally:
             unsubscribe()
+
+    async def _send_groups(self, changes: _GroupChanges, outbox: asyncio.Queue[bytes]) -> None:
+        """Each time sub-sessions changed: read them back and send their groups. A
+        change during the read marks them again, so the last frame is never stale."""
+        store = self.runtime.store
+        while True:
+            sessions, instances = await changes.take()
+            found = await sessions_view.read_groups_by_id(store, sessions)
+            found += await sessions_view.read_groups_of_instances(store, instances)
+            unique = {g.id: g for g in found}
+            if unique:
+                frame = channel.AppSessionsChanged(
+                    sessions=[group_view(g) for g in unique.values()]
+                )
+                with contextlib.suppress(asyncio.QueueFull):
+                    outbox.put_nowait(_encode(frame))
 
     async def _read_frames(self, websocket: WebSocket, outbox: asyncio.Queue[bytes]) -> None:
         while True:
@@ -251,9 +278,12 @@ class WebHost:
             unread = {
                 (i.conversation_id, i.envelope_id) for i in await runtime.store.inbox(DEFAULT_SCOPE)
             }
+            groups: list[channel.AppSessionView] = []
             for conversation in conversations:
                 timeline = await runtime.store.timeline(conversation.id, limit=PAGE)
                 items.extend(_views(timeline, unread))
+                found = await sessions_view.read_groups(runtime.store, conversation.id)
+                groups.extend(group_view(g) for g in found)
             return _encode(
                 channel.Snapshot(
                     user_id=session.user_id if session else "",
@@ -266,6 +296,7 @@ class WebHost:
                     now=_iso(runtime.clock()),
                     drafts=runtime.drafts(),
                     apps=apps_view(runtime.apps.instances()),
+                    app_sessions=groups,
                 )
             )
         if isinstance(frame, channel.AppRequest):
@@ -370,7 +401,36 @@ async def _small_form(request: Request, limit: int = 8192) -> dict[str, str] | N
     return dict(pairs)
 
 
+class _GroupChanges:
+    """Sub-sessions (by id, or by their instance) whose groups a tab must be sent."""
+
+    def __init__(self) -> None:
+        self._sessions: set[str] = set()
+        self._instances: set[str] = set()
+        self._marked = asyncio.Event()
+
+    def session(self, app_session_id: str | None) -> None:
+        if app_session_id is not None:
+            self._sessions.add(app_session_id)
+            self._marked.set()
+
+    def instances(self, instance_ids: Iterable[str]) -> None:
+        before = len(self._instances)
+        self._instances.update(instance_ids)
+        if len(self._instances) != before:
+            self._marked.set()
+
+    async def take(self) -> tuple[set[str], set[str]]:
+        await self._marked.wait()
+        self._marked.clear()
+        sessions, self._sessions = self._sessions, set()
+        instances, self._instances = self._instances, set()
+        return sessions, instances
+
+
 def _views(items: Iterable[TimelineItem], unread: set[tuple[str, str]]) -> list[channel.ItemView]:
+    """Loose timeline rows: interactions of a sub-session are shown in its group."""
+    items = [i for i in items if not in_group(i)]
     views = (item_view(i, unread=(i.conversation_id, i.envelope_id) in unread) for i in items)
     return [view for view in views if view is not None]
 

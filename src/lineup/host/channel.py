@@ -122,6 +122,30 @@ class AppsView(msgspec.Struct, frozen=True, kw_only=True):
     focus: str | None = None
 
 
+class AppSessionView(msgspec.Struct, frozen=True, kw_only=True):
+    """One app sub-session as the IM shows it: one collapsible group, placed where it
+    opened (``key``/``seq`` order it among the timeline rows), holding only the
+    interactions that named it as their context."""
+
+    app_session_id: str
+    conversation_id: str
+    app_scope: str
+    instance_id: str
+    state: Literal["open", "closed"]
+    """``closed``: read-only history (its pending questions stay answerable)."""
+    opened_at: str
+    closed_at: str | None = None
+    key: int
+    """The timeline row of its (hidden) ``app_session.opened`` envelope."""
+    seq: int | None
+    count: int
+    """How many interactions it holds (``items`` carries the newest 100)."""
+    pending: int
+    """How many of them still wait for an answer."""
+    items: list[ItemView]
+    """Its interaction rows, oldest first: never shown as loose cards."""
+
+
 class Snapshot(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="snapshot"):
     user_id: str
     username: str
@@ -133,6 +157,8 @@ class Snapshot(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="s
     drafts: dict[str, str] = msgspec.field(default_factory=dict)
     apps: AppsView = msgspec.field(default_factory=AppsView)
     """The MiniApp instances and focus."""
+    app_sessions: list[AppSessionView] = msgspec.field(default_factory=list)
+    """The app sub-sessions of the conversations, in opening order."""
 
 
 class ItemChanged(msgspec.Struct, frozen=True, tag_field="op", tag="item"):
@@ -169,6 +195,15 @@ class AppsChangedFrame(msgspec.Struct, frozen=True, kw_only=True, tag_field="op"
     records: list[AppInstanceView]
     stack: list[str]
     focus: str | None
+
+
+class AppSessionsChanged(
+    msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="app_sessions"
+):
+    """To every tab: these sub-sessions changed (opened, closed, or one of their
+    interactions changed); each replaces the group of the same id."""
+
+    sessions: list[AppSessionView]
 
 
 class AppReceipt(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="app_receipt"):

@@ -25,10 +25,11 @@ from lineup.protocol import (
 from lineup.protocol.interactions import KIND_BY_TOOL
 from lineup.runtime.apps.focus import Instances
 from lineup.runtime.apps.lifecycle import LIVE
+from lineup.runtime.apps.sessions_view import AppSessionGroup
 from lineup.runtime.markdown import render_markdown, render_plain
 from lineup.runtime.records import InteractionRecord, TimelineItem
 
-from .channel import AppInstanceView, AppsView, ItemView
+from .channel import AppInstanceView, AppSessionView, AppsView, ItemView
 
 Kind = Literal["message", "status", "progress", "error", "interaction", "unsupported"]
 
@@ -40,8 +41,8 @@ HIDDEN = (
     AppSessionClosedEnvelope,
 )
 """Runtime bookkeeping, not content: the inventory, results (shown on their card),
-the agent's dismiss control, and app sub-session notices to the agent (the IM will
-show sub-sessions as groups of their own)."""
+the agent's dismiss control, and app sub-session notices to the agent (the IM shows
+each sub-session as a group of its own: ``group_view``)."""
 Sender = Literal["agent", "user", "runtime"]
 
 
@@ -71,7 +72,14 @@ def interaction_data(record: InteractionRecord) -> dict[str, Any]:
     }
     if record.result is not None:
         data["result"] = msgspec.json.decode(record.result)
+    if record.app_session_id is not None:
+        data["app_session_id"] = record.app_session_id
     return data
+
+
+def in_group(item: TimelineItem) -> bool:
+    """An interaction of an app sub-session: shown inside its group, never loose."""
+    return item.interaction is not None and item.interaction.app_session_id is not None
 
 
 def item_view(item: TimelineItem, *, unread: bool = False) -> ItemView | None:
@@ -151,4 +159,24 @@ def apps_view(instances: Instances) -> AppsView:
         ],
         stack=list(instances.stack),
         focus=instances.focus,
+    )
+
+
+def group_view(group: AppSessionGroup) -> AppSessionView:
+    """A sub-session as one IM group: its interactions only, as cards."""
+    items = [item_view(i) for i in group.interactions]
+    return AppSessionView(
+        app_session_id=group.id,
+        conversation_id=group.conversation_id,
+        app_scope=group.app_scope,
+        instance_id=group.instance_id,
+        state="open" if group.state == "open" else "closed",
+        opened_at=group.opened_at,
+        closed_at=group.closed_at,
+        # Without its opened row (never expected), order it after everything stored.
+        key=group.anchor_id if group.anchor_id is not None else 2**53 - 1,
+        seq=group.anchor_seq,
+        count=group.count,
+        pending=group.pending,
+        items=[view for view in items if view is not None],
     )

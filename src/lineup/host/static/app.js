@@ -8,6 +8,12 @@
 // composer. dom.js holds the DOM helpers and the Trusted Types policy; cards.js the
 // interaction cards, which get what they need from here through initCards; dock.js
 // the app dock and the app area (MiniApp instances and focus, as the Runtime decides).
+//
+// App sub-sessions: each one is a single collapsible group row, placed where it opened
+// (the Runtime gives it the key and seq of its hidden `app_session.opened` row). It
+// holds only the interactions that named it (the cards, built as anywhere else); those
+// never show as loose rows. A closed group is read-only history, but a question still
+// pending in it stays answerable: closing an app does not cancel its questions.
 
 import { $, avatarFor, el, initials, policy, time } from "./dom.js";
 import {
@@ -25,10 +31,13 @@ import {
 import { initDock, onAppReceipt, onApps } from "./dock.js";
 
 const rendered = new Map(); // key -> { item, li }: the element shown for each row
+const nested = new Map(); // key -> { item, li }: interaction rows shown inside a group
+const groupOpen = new Map(); // app_session_id -> expanded (kept across rebuilds)
 const state = {
   conversation: null,
   userId: "",
-  items: new Map(), // key -> item
+  items: new Map(), // key -> item (a group is an item of kind "app_session")
+  groups: new Map(), // app_session_id -> its group item
   socket: null,
   retryDelay: 250,
   loadingOlder: false,
@@ -39,7 +48,7 @@ initCards({
   send,
   rerender,
   currentItem: (key) => state.items.get(key),
-  rowOf: (key) => rendered.get(key)?.li,
+  rowOf: (key) => rendered.get(key)?.li || nested.get(key)?.li,
 });
 initDock({ send });
 
@@ -89,6 +98,8 @@ function renderItem(item) {
     li.append(avatarFor(item), bubble);
   } else if (item.kind === "interaction") {
     renderInteraction(item, li);
+  } else if (item.kind === "app_session") {
+    renderGroup(item, li);
   } else if (item.kind === "status") {
     li.textContent = item.data.text || item.data.state;
   } else if (item.kind === "progress") {
@@ -106,6 +117,99 @@ function renderItem(item) {
     li.textContent = "This message needs a newer LineUp to be shown.";
   }
   return li;
+}
+
+// --- app sub-session groups -------------------------------------------------------------
+
+const GROUP_STATE_TEXT = { open: "running", closed: "closed · read-only" };
+
+function groupItems(group) {
+  // The newest version of each of its interaction rows, oldest first.
+  return group.data.items.map((item) => state.items.get(item.key) || item).sort(order);
+}
+
+function renderGroup(group, li) {
+  const id = group.data.app_session_id;
+  li.dataset.appSessionId = id;
+  const details = el("details", "group");
+  details.open = groupOpen.get(id) === true;
+  details.addEventListener("toggle", () => groupOpen.set(id, details.open));
+  const summary = el("summary", "group-head");
+  summary.append(
+    el("span", "group-scope"),
+    el("span", "group-state"),
+    el("span", "group-count"),
+    el("span", "group-waiting", "waiting for your answer"),
+  );
+  const list = el("ol", "group-items");
+  details.append(summary, list);
+  li.append(details);
+  updateGroup(group, li);
+}
+
+// Update a group row in place: its header, and its cards (only those that changed
+// are rebuilt, so a half-filled card or the keyboard focus stays where it is).
+function updateGroup(group, li) {
+  const data = group.data;
+  const items = groupItems(group);
+  const waiting = items.some((item) => item.data.state === "pending");
+  li.className = `item app-session session-${data.state}${waiting ? " waiting" : ""}`;
+  li.dataset.sessionState = data.state;
+  li.dataset.waiting = String(waiting);
+  li.querySelector(".group-scope").textContent = data.app_scope;
+  li.querySelector(".group-state").textContent = GROUP_STATE_TEXT[data.state] || data.state;
+  const count = Math.max(data.count, items.length);
+  li.querySelector(".group-count").textContent =
+    count === 1 ? "1 interaction" : `${count} interactions`;
+  li.querySelector(".group-waiting").hidden = !waiting;
+  const list = li.querySelector(".group-items");
+  const nodes = items.map((item) => {
+    const cached = nested.get(item.key);
+    if (cached && cached.item === item && cached.li.parentElement === list) return cached.li;
+    const row = renderItem(item);
+    if (cached && cached.li.isConnected) swap(cached.li, row);
+    nested.set(item.key, { item, li: row });
+    return row;
+  });
+  let child = list.firstElementChild;
+  for (const node of nodes) {
+    if (child === node) child = child.nextElementSibling;
+    else list.insertBefore(node, child);
+  }
+  while (child) {
+    const next = child.nextElementSibling;
+    child.remove();
+    child = next;
+  }
+  if (!items.length) list.append(el("li", "group-empty", "No questions yet."));
+}
+
+function groupOf(item) {
+  const id = item.data?.app_session_id;
+  return id ? state.groups.get(id) : undefined;
+}
+
+function onAppSessions(sessions) {
+  for (const data of sessions) {
+    const group = {
+      key: data.key,
+      seq: data.seq,
+      kind: "app_session",
+      conversation_id: data.conversation_id,
+      created_at: data.opened_at,
+      data,
+    };
+    for (const item of data.items) {
+      const before = state.items.get(item.key);
+      upsert(item);
+      if (before && before.data.state !== item.data.state) interactionArrived(item, before);
+      else if (!before && state.groups.has(data.app_session_id)) interactionArrived(item, before);
+    }
+    const old = state.groups.get(data.app_session_id);
+    if (old && old.key !== group.key) state.items.delete(old.key);
+    state.groups.set(data.app_session_id, group);
+    state.items.set(group.key, group);
+  }
 }
 
 // --- the timeline ---------------------------------------------------------------------
@@ -136,6 +240,18 @@ function swap(old, li) {
 }
 
 function rerender(key) {
+  const inner = nested.get(key);
+  if (inner && inner.li.isConnected) {
+    // A card inside a group: rebuild that card, then the group's header.
+    const item = state.items.get(key) || inner.item;
+    const li = renderItem(item);
+    swap(inner.li, li);
+    nested.set(key, { item, li });
+    const group = groupOf(item);
+    const row = group && rendered.get(group.key);
+    if (row?.li.isConnected) updateGroup(row.item, row.li);
+    return;
+  }
   const cached = rendered.get(key);
   if (!cached || !cached.li.isConnected) return;
   const timeline = $("timeline");
@@ -161,12 +277,18 @@ function redraw() {
   const items = [...state.items.values()]
     .filter((item) => !state.conversation || item.conversation_id === state.conversation.id)
     .filter((item) => item.kind !== "status" || isLatestStatus(item))
+    .filter((item) => !(item.kind === "interaction" && item.data.app_session_id))
     .sort(order);
   // Keep one element per row and rebuild only rows whose data changed: a long
   // conversation must not cost a full re-render per frame.
   const nodes = items.map((item) => {
     const cached = rendered.get(item.key);
     if (cached && cached.item === item) return cached.li;
+    if (item.kind === "app_session" && cached && cached.li.isConnected) {
+      updateGroup(item, cached.li); // in place: its cards keep their state
+      rendered.set(item.key, { item, li: cached.li });
+      return cached.li;
+    }
     const li = renderItem(item);
     if (cached && cached.li.isConnected) swap(cached.li, li);
     rendered.set(item.key, { item, li });
@@ -197,6 +319,7 @@ function redraw() {
 // move) redraws.
 function placeOne(item) {
   if (item.kind === "status" || !state.conversation) return false;
+  if (item.data?.app_session_id) return false; // shown inside its group
   if (item.conversation_id !== state.conversation.id) return true;
   const list = $("items");
   const cached = rendered.get(item.key);
@@ -267,10 +390,13 @@ function onSnapshot(frame) {
   state.userId = frame.user_id;
   state.conversation = frame.conversations[0] || null;
   state.items.clear();
+  state.groups.clear();
   rendered.clear();
+  nested.clear();
   state.complete = false;
   const drafts = resetCards(frame);
   frame.items.forEach(upsert);
+  onAppSessions(frame.app_sessions || []);
   if (state.conversation) {
     $("conversation-title").textContent = state.conversation.title || "Chat";
     $("agent-name").textContent = state.conversation.agent_id;
@@ -306,6 +432,10 @@ function onFrame(frame) {
       break;
     case "apps":
       onApps(frame);
+      break;
+    case "app_sessions":
+      onAppSessions(frame.sessions);
+      redraw();
       break;
     case "app_receipt":
       onAppReceipt(frame);
