@@ -105,10 +105,14 @@ async def test_runtime_bookkeeping_is_never_shown(tmp_path: Path) -> None:
         classify(
             frame(6, "lineup.v1.interaction.dismiss", {"control_id": "k", "call_id": "x"}), SCOPES
         ),
-        classify(frame(7, "lineup.v1.message", {"text": "shown"}), SCOPES),
+        classify(
+            frame(7, "lineup.v1.tool.progress", {"call_id": "x", "current": 1}, **runtime), SCOPES
+        ),
+        classify(frame(8, "lineup.v1.app.list", {"capabilities": []}, **runtime), SCOPES),
+        classify(frame(9, "lineup.v1.message", {"text": "shown"}), SCOPES),
     ]
     result = await store.apply_received(received)
-    assert len(result.items) == 7  # all stored...
+    assert len(result.items) == 9  # all stored...
     views = [item_view(item) for item in result.items]
-    assert [v.kind if v else None for v in views] == [None] * 6 + ["message"]  # ...one shown
+    assert [v.kind if v else None for v in views] == [None] * 8 + ["message"]  # ...one shown
     await store.close()

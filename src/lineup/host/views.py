@@ -9,6 +9,7 @@ from typing import Any, Literal
 import msgspec
 
 from lineup.protocol import (
+    AppListEnvelope,
     AppSessionClosedEnvelope,
     AppSessionOpenedEnvelope,
     ClientInventoryEnvelope,
@@ -19,6 +20,7 @@ from lineup.protocol import (
     ProgressEnvelope,
     StatusEnvelope,
     ToolCallEnvelope,
+    ToolProgressEnvelope,
     ToolResultEnvelope,
     decode,
 )
@@ -35,7 +37,9 @@ Kind = Literal["message", "status", "progress", "error", "interaction", "unsuppo
 
 HIDDEN = (
     ClientInventoryEnvelope,
+    AppListEnvelope,
     ToolResultEnvelope,
+    ToolProgressEnvelope,
     InteractionDismissEnvelope,
     AppSessionOpenedEnvelope,
     AppSessionClosedEnvelope,

@@ -41,6 +41,7 @@ from lineup.protocol.interactions import MAX_INPUT_CHARS, TOOL_IDS, Interaction,
 from lineup.protocol.interactions import inventory as build_inventory
 from lineup.protocol.payloads import ClientInventory
 
+from .apps import registry
 from .apps.kernel import AppKernel, AppsChanged
 from .apps.registry import INITIAL_REVISION, AppRegistry
 from .apps.router import ToolRouter
@@ -352,6 +353,28 @@ class Runtime:
         item = await self.store.publish_inventory(conversation_id, self.inventory)
         if item is not None:
             self._start_send(item)
+        await self._publish_app_list(conversation_id)
+
+    async def _publish_app_list(self, conversation_id: str) -> None:
+        """``app.list`` (runtime-sent, docs/protocol.md) follows the inventory: queued
+        when its capability projection differs from the one last queued there."""
+        item = await self.store.db.write(
+            registry.publish_app_list, conversation_id, self.inventory, self._stamp()
+        )
+        if item is not None:
+            self._start_send(item)
+
+    def _stamp(self) -> str:
+        return self._clock().astimezone(UTC).isoformat(timespec="milliseconds")
+
+    async def grant_capability(
+        self, app_id: str, name: str, *, version: str = "1.0", risk: str = "user_confirmation"
+    ) -> ClientInventory:
+        """Policy: allow ``app_id`` the capability ``name`` (default: denied)."""
+        return await self.registry.grant_capability(app_id, name, version=version, risk=risk)
+
+    async def revoke_capability(self, app_id: str, name: str) -> ClientInventory:
+        return await self.registry.revoke_capability(app_id, name)
 
     def _start_send(self, item: OutboxItem) -> None:
         if self._tasks is not None and self._connection is not None:
@@ -383,6 +406,9 @@ class Runtime:
         self._cursors = {c.id: c.cursor for c in await self.store.conversations()}
         for conversation_id in self._cursors:
             await self.store.publish_inventory(conversation_id, self.inventory)
+            await self.store.db.write(
+                registry.publish_app_list, conversation_id, self.inventory, self._stamp()
+            )
         connection = Connection(
             stream_url(session.server_url),
             session.token,

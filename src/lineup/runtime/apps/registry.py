@@ -14,6 +14,18 @@ opening with new software) recomputes the digest and bumps the counter when it
 differs. So the revision is ``inv-<n>`` and never goes back, even when the content
 does. The Runtime republishes the inventory to every conversation when it changes.
 
+**Capability policy.** A manifest's ``permissions`` only say what an app *may*
+request. The Runtime keeps a persisted allowlist (``capability_grants``): a
+capability is granted to one app (``grant_capability``) or not at all; everything
+not granted is denied (``revoke_capability`` removes a grant). The inventory's
+``capabilities`` are the union, over enabled apps, of the capabilities each app
+declares *and* was granted (one descriptor per name, by name; when two grants of a
+name differ, the most restrictive risk wins, then the highest version). A tool is
+advertised only when its app is enabled and every one of its ``permissions`` is
+granted to that app; ``advertised_tool`` is that rule, and the Tool Router uses it.
+``app.list`` is the capability-only projection: ``publish_app_list`` queues it to a
+conversation when the projection differs from the one last queued there.
+
 Transaction functions take the connection and run on the store's writer; the
 ``AppRegistry`` class is the async face the Runtime and hosts call.
 """
@@ -21,17 +33,24 @@ Transaction functions take the connection and run on the store's writer; the
 from __future__ import annotations
 
 import hashlib
+import re
 import sqlite3
+import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from lineup.protocol import interactions as ix
-from lineup.protocol.payloads import ClientInventory, ToolDescriptor
+import msgspec
 
-from ..tables import audit
+from lineup.protocol import AppListEnvelope, Sender, encode
+from lineup.protocol import interactions as ix
+from lineup.protocol.fields import CAPABILITY_NAME_PATTERN, CAPABILITY_VERSION_PATTERN
+from lineup.protocol.payloads import AppList, CapabilityDescriptor, ClientInventory, ToolDescriptor
+
+from ..records import OutboxItem
+from ..tables import audit, queue, runtime_sender_id
 from .manifest import (
     AppManifest,
     encode_manifest,
@@ -46,23 +65,36 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INITIAL_REVISION",
+    "RISKS",
     "AppEntry",
     "AppRegistry",
     "Installed",
     "RegistryError",
     "ToolTarget",
+    "advertised_tool",
+    "app_list",
     "build_inventory",
     "entries",
     "find_tool",
+    "grant_capability",
+    "granted",
     "install",
     "manifest_of",
+    "publish_app_list",
     "refresh_inventory",
     "revision",
+    "revoke_capability",
     "set_enabled",
 ]
 
 INITIAL_REVISION = "inv-1"
 """The revision of a fresh store's inventory (no app enabled yet)."""
+
+RISKS = ("display_only", "user_confirmation", "system_permission", "restricted")
+"""Capability risks, least restrictive first."""
+
+_CAPABILITY = re.compile(CAPABILITY_NAME_PATTERN)
+_VERSION = re.compile(CAPABILITY_VERSION_PATTERN)
 
 _CACHE_SIZE = 64
 _manifests: OrderedDict[str, AppManifest] = OrderedDict()
@@ -256,17 +288,155 @@ def find_tool(conn: sqlite3.Connection, tool_id: str) -> ToolTarget | None:
     return None
 
 
+def granted(conn: sqlite3.Connection, app_id: str) -> dict[str, CapabilityDescriptor]:
+    """The capabilities granted to ``app_id`` by the policy, by name."""
+    rows = conn.execute(
+        "SELECT name, version, risk FROM capability_grants WHERE app_id = ? ORDER BY name",
+        (app_id,),
+    ).fetchall()
+    return {r[0]: CapabilityDescriptor(name=r[0], version=r[1], risk=r[2]) for r in rows}
+
+
+def _allowed(descriptor: ToolDescriptor, grants: Mapping[str, CapabilityDescriptor]) -> bool:
+    return all(name in grants for name in descriptor.permissions or ())
+
+
+def _version_key(value: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in value.split("."))
+
+
+def _union(found: list[CapabilityDescriptor]) -> list[CapabilityDescriptor]:
+    """One descriptor per name, by name: the most restrictive risk, then the highest
+    version."""
+    best: dict[str, CapabilityDescriptor] = {}
+    for c in found:
+        held = best.get(c.name)
+        key = (RISKS.index(c.risk), _version_key(c.version))
+        if held is None or key > (RISKS.index(held.risk), _version_key(held.version)):
+            best[c.name] = c
+    return [best[name] for name in sorted(best)]
+
+
 def build_inventory(conn: sqlite3.Connection, revision: str | None = None) -> ClientInventory:
-    """The content to advertise now (under ``revision``; a digest when ``None``)."""
+    """The content to advertise now (under ``revision``; a digest when ``None``): the
+    enabled apps, their tools whose permissions are all granted, and the granted
+    capabilities they declare."""
     applications = []
     tools: list[ToolDescriptor] = []
+    capabilities: list[CapabilityDescriptor] = []
     for entry in entries(conn, enabled_only=True):
         manifest = manifest_of(conn, entry.app_id)
         if manifest is None:  # pragma: no cover - the foreign key keeps it
             continue
+        grants = granted(conn, entry.app_id)
         applications.append(to_inventory_application(manifest))
-        tools.extend(tool_descriptors(manifest))
-    return ix.inventory(tools, applications=applications, revision=revision)
+        tools.extend(t for t in tool_descriptors(manifest) if _allowed(t, grants))
+        capabilities.extend(grants[n] for n in manifest.permissions if n in grants)
+    made = ix.inventory(tools, applications=applications, revision=revision)
+    if not capabilities:
+        return made
+    content = ClientInventory(
+        revision=made.revision,
+        standard_components=made.standard_components,
+        applications=made.applications,
+        capabilities=_union(capabilities),
+        tools=made.tools,
+    )
+    if revision is None:  # the digest must cover the capabilities too
+        return _with_revision(content, "inv-" + ix.content_digest(content)[:20])
+    return content
+
+
+def advertised_tool(conn: sqlite3.Connection, tool_id: str) -> ToolTarget | None:
+    """``tool_id`` if the inventory advertises it now: a registered, enabled app
+    declares it and every one of its permissions is granted to that app."""
+    found = find_tool(conn, tool_id)
+    if found is None or not found.entry.enabled:
+        return None
+    if not _allowed(found.descriptor, granted(conn, found.entry.app_id)):
+        return None
+    return found
+
+
+def grant_capability(
+    conn: sqlite3.Connection,
+    app_id: str,
+    name: str,
+    now: str,
+    *,
+    version: str = "1.0",
+    risk: str = "user_confirmation",
+) -> bool:
+    """Grant ``name`` to ``app_id`` (idempotent; a new version or risk replaces the
+    grant). Returns whether the policy changed. Raises ``RegistryError``
+    (``app_not_found``) or ``ValueError`` for a bad name, version or risk."""
+    if not _CAPABILITY.match(name) or len(name) > 255:
+        raise ValueError(f"not a capability name: {name!r}")
+    if not _VERSION.match(version):
+        raise ValueError(f"not a capability version: {version!r}")
+    if risk not in RISKS:
+        raise ValueError(f"not a risk: {risk!r}")
+    if _entry(conn, app_id) is None:
+        raise RegistryError("app_not_found", "no such app")
+    held = conn.execute(
+        "SELECT version, risk FROM capability_grants WHERE app_id = ? AND name = ?",
+        (app_id, name),
+    ).fetchone()
+    if held is not None and tuple(held) == (version, risk):
+        return False
+    conn.execute(
+        "INSERT INTO capability_grants (app_id, name, version, risk, granted_at)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (app_id, name) DO UPDATE SET"
+        " version = excluded.version, risk = excluded.risk, granted_at = excluded.granted_at",
+        (app_id, name, version, risk, now),
+    )
+    audit(conn, now, "user", "capability.grant", f"{app_id}/{name}", "granted")
+    return True
+
+
+def revoke_capability(conn: sqlite3.Connection, app_id: str, name: str, now: str) -> bool:
+    """Remove the grant of ``name`` to ``app_id`` (idempotent). Returns whether the
+    policy changed."""
+    removed = conn.execute(
+        "DELETE FROM capability_grants WHERE app_id = ? AND name = ?", (app_id, name)
+    ).rowcount
+    if removed:
+        audit(conn, now, "user", "capability.revoke", f"{app_id}/{name}", "revoked")
+    return bool(removed)
+
+
+def app_list(inventory: ClientInventory) -> AppList:
+    """The capability-only projection of ``inventory`` (``lineup.v1.app.list``)."""
+    return AppList(capabilities=list(inventory.capabilities))
+
+
+def publish_app_list(
+    conn: sqlite3.Connection, conversation_id: str, inventory: ClientInventory, now: str
+) -> OutboxItem | None:
+    """Queue the ``app.list`` of ``inventory`` to a conversation unless that same
+    projection was the last one queued there. A conversation that never had one gets
+    it only when the projection is not empty."""
+    projection = app_list(inventory)
+    digest = _digest(msgspec.json.encode(projection, order="deterministic"))
+    row = conn.execute(
+        "SELECT digest FROM app_list_published WHERE conversation_id = ?", (conversation_id,)
+    ).fetchone()
+    if (row is not None and row[0] == digest) or (row is None and not projection.capabilities):
+        return None
+    envelope = AppListEnvelope(
+        id=f"apl_{uuid.uuid4().hex}",
+        conversation_id=conversation_id,
+        sender=Sender(kind="runtime", id=runtime_sender_id(conn)),
+        created_at=datetime.fromisoformat(now),
+        payload=projection,
+    )
+    conn.execute(
+        "INSERT INTO app_list_published (conversation_id, digest, at) VALUES (?, ?, ?)"
+        " ON CONFLICT (conversation_id) DO UPDATE SET digest = excluded.digest, at = excluded.at",
+        (conversation_id, digest, now),
+    )
+    body = encode(envelope)
+    return queue(conn, conversation_id, envelope.id, envelope.type, "runtime", body, now)
 
 
 def revision(conn: sqlite3.Connection) -> str:
@@ -368,6 +538,24 @@ class AppRegistry:
         await self._changed(inventory, changed)
         return entry
 
+    async def grant_capability(
+        self, app_id: str, name: str, *, version: str = "1.0", risk: str = "user_confirmation"
+    ) -> ClientInventory:
+        """Grant ``name`` to ``app_id`` (see ``grant_capability``); the inventory after."""
+        return await self._policy(_grant_txn, app_id, name, version, risk)
+
+    async def revoke_capability(self, app_id: str, name: str) -> ClientInventory:
+        """Remove the grant (see ``revoke_capability``); the inventory after."""
+        return await self._policy(_revoke_txn, app_id, name)
+
+    async def granted(self, app_id: str) -> dict[str, CapabilityDescriptor]:
+        return await self._store.db.read(granted, app_id)
+
+    async def _policy(self, txn: Callable[..., Any], *args: Any) -> ClientInventory:
+        inventory, changed = await self._store.db.write(txn, *args, self._now())
+        await self._changed(inventory, changed)
+        return inventory  # type: ignore[no-any-return]
+
     async def apps(self) -> list[AppEntry]:
         return await self._store.db.read(entries)
 
@@ -402,3 +590,17 @@ def _set_txn(
     entry = set_enabled(conn, app_id, enabled, now)
     inventory, changed = refresh_inventory(conn, now)
     return entry, inventory, changed
+
+
+def _grant_txn(
+    conn: sqlite3.Connection, app_id: str, name: str, version: str, risk: str, now: str
+) -> tuple[ClientInventory, bool]:
+    grant_capability(conn, app_id, name, now, version=version, risk=risk)
+    return refresh_inventory(conn, now)
+
+
+def _revoke_txn(
+    conn: sqlite3.Connection, app_id: str, name: str, now: str
+) -> tuple[ClientInventory, bool]:
+    revoke_capability(conn, app_id, name, now)
+    return refresh_inventory(conn, now)

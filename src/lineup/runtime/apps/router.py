@@ -2,14 +2,24 @@
 
 ``route`` runs inside the apply transaction that stores the call's timeline row.
 It checks, in order: the sender (the conversation's agent, ``sender_mismatch``), the
-inventory revision (``inventory_revision_mismatch``), that a registered app
-declares the tool (``tool_not_advertised``), that the app is enabled
-(``app_disabled``), the arguments against the compiled input schema
+inventory revision (``inventory_revision_mismatch``), that the current inventory
+advertises the tool (``tool_not_advertised``: ``registry.advertised_tool``, i.e. an
+enabled app declares it and the policy grants every one of its permissions), the
+arguments against the compiled input schema
 (``tool_input_invalid``, with the path), and that the envelope's ``target`` and the
 ``app_session_context`` name the tool's own scope and agree on the instance
 (``app_scope_mismatch``; ``app_session_not_found`` for a sub-session that is not
 this conversation's). Then
-it picks or opens the instance (by ``handling``) and only then stores the call:
+it picks or opens the instance (by ``handling``) and only then stores the call.
+
+Revoked things get a deterministic result, never a fallback. Disabling an app or
+revoking a capability changes the advertised content, so it always bumps the
+revision: a call citing the revision it was advertised under is
+``inventory_revision_mismatch``; a call citing the current revision for a tool of a
+disabled app, or whose permissions are no longer all granted, is
+``tool_not_advertised`` (the current inventory never listed it). ``app_disabled``
+is therefore never the answer to a ``tool.call`` (no revision advertised a disabled
+app's tool).
 
 - ``launch``: opens a new instance of the app in this conversation (in front when
   ``target.requires_foreground``) and binds the call to it: ``waiting_for_app``
@@ -48,8 +58,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
+
 from lineup.protocol import ErrorCode, ToolCallEnvelope, decode
 from lineup.protocol.fields import ERROR_CODE_PATTERN
+from lineup.protocol.payloads import ToolProgress
 
 from .. import interaction_store
 from ..records import OutboxItem, Received, ToolCallIntent
@@ -64,15 +77,19 @@ from .lifecycle import MiniAppInstanceRecord
 from .lifecycle import State as AppState
 from .manifest import compiled_tools
 from .tool_call_store import CallOutcome, StoredToolCall
-from .tool_calls import CALL_NOT_FOUND, Event, Receipt, State
+from .tool_calls import CALL_NOT_FOUND, SETTLED, Event, Receipt, State
 
 __all__ = [
+    "AppRequestDone",
     "LifecycleHook",
     "Routed",
     "ToolRouter",
+    "app_request",
+    "app_request_full",
     "delivered",
     "direct_lifecycle",
     "is_ordinary",
+    "restore_focus",
     "route",
 ]
 
@@ -186,11 +203,9 @@ def route(
                 ErrorCode.INVENTORY_REVISION_MISMATCH,
                 f"the current inventory revision is {current}",
             )
-        found = registry.find_tool(conn, p.tool)
+        found = registry.advertised_tool(conn, p.tool)
         if found is None:
-            raise _Refused(ErrorCode.TOOL_NOT_ADVERTISED, "no such tool")
-        if not found.entry.enabled:
-            raise _Refused(ErrorCode.APP_DISABLED, "the app is disabled")
+            raise _Refused(ErrorCode.TOOL_NOT_ADVERTISED, f"{current} does not advertise this tool")
         problem = found.compiled.validate_input(p.arguments)
         if problem is not None:
             raise _Refused(ErrorCode.TOOL_INPUT_INVALID, problem.describe())
@@ -214,6 +229,7 @@ def route(
                 raise _Refused(ErrorCode.APP_SCOPE_MISMATCH, "the target is another instance")
             preferred = named
         front = descriptor.target.requires_foreground or descriptor.handling == "foreground"
+        before = value.focus
         record = None
         if descriptor.handling != "launch":
             record = _pick(value, scope, conversation_id, preferred)
@@ -233,6 +249,7 @@ def route(
         elif front and value.focus != record.instance_id:
             wanted = Op(Action.REQUEST_FOREGROUND, record.instance_id, actor="agent")
             record = _lifecycle(conn, wanted, now, lifecycle, done, outbox)
+        brought = front and before != record.instance_id
     except _Refused as refused:
         item = interaction_store.refuse_call(
             conn, conversation_id, call_id, envelope_id, refused.code, refused.message, now
@@ -255,6 +272,11 @@ def route(
         " AND call_id = ?",
         (found.manifest.id, found.manifest.version, conversation_id, call_id),
     )
+    if brought and descriptor.target.restore_previous_focus and before is not None:
+        conn.execute(
+            "UPDATE tool_calls SET restore_focus_to = ? WHERE conversation_id = ? AND call_id = ?",
+            (before, conversation_id, call_id),
+        )
     tool_call_store.act(conn, conversation_id, call_id, Event.ROUTE, now)
     step = Event.DELIVER if record.state in _READY else Event.AWAIT_APP
     moved = tool_call_store.act(conn, conversation_id, call_id, step, now)
@@ -306,6 +328,47 @@ def _not_found(call_id: str) -> tuple[Receipt, OutboxItem | None]:
     return Receipt(call_id, False, CALL_NOT_FOUND, None), None
 
 
+def restore_focus(
+    conn: sqlite3.Connection,
+    conversation_id: str,
+    call_id: str,
+    now: str,
+    lifecycle: LifecycleHook = direct_lifecycle,
+) -> list[tuple[int, LifecycleResult]]:
+    """A call that brought its instance to the front with
+    ``target.restore_previous_focus`` has settled: give focus back to the instance
+    that held it before, if that one is still live and the call's instance still
+    holds focus (a person who moved focus meanwhile keeps their choice). Runs once
+    per call: the mark is cleared in the same transaction."""
+    row = conn.execute(
+        "SELECT restore_focus_to, instance_id, state FROM tool_calls"
+        " WHERE conversation_id = ? AND call_id = ?",
+        (conversation_id, call_id),
+    ).fetchone()
+    if row is None or row[0] is None or State(row[2]) not in SETTLED:
+        return []
+    conn.execute(
+        "UPDATE tool_calls SET restore_focus_to = NULL WHERE conversation_id = ? AND call_id = ?",
+        (conversation_id, call_id),
+    )
+    value = instance_store.load(conn)
+    previous = value.records.get(row[0])
+    if value.focus != row[1] or previous is None or previous.state not in _BINDABLE:
+        return []
+    order, result = lifecycle(conn, Op(Action.REQUEST_FOREGROUND, row[0], actor="runtime"), now)
+    return [(order, result)] if result.refusal is None else []
+
+
+@dataclass(frozen=True, slots=True)
+class AppRequestDone:
+    """What one app request did: its receipt, every envelope queued (the result or a
+    progress report, then any lifecycle envelopes) and the lifecycle results to adopt."""
+
+    receipt: Receipt
+    outbox: tuple[OutboxItem, ...] = ()
+    lifecycle: tuple[tuple[int, LifecycleResult], ...] = ()
+
+
 def app_request(
     conn: sqlite3.Connection,
     instance_id: str,
@@ -318,6 +381,53 @@ def app_request(
     message: str | None = None,
 ) -> tuple[Receipt, OutboxItem | None]:
     """One app request on one of its calls, in one transaction."""
+    done = app_request_full(
+        conn, instance_id, call_id, event, now, result=result, code=code, message=message
+    )
+    return done.receipt, done.outbox[0] if done.outbox else None
+
+
+def app_request_full(
+    conn: sqlite3.Connection,
+    instance_id: str,
+    call_id: str,
+    event: Event,
+    now: str,
+    *,
+    result: Any = None,
+    code: str | None = None,
+    message: str | None = None,
+    report: ToolProgress | None = None,
+    lifecycle: LifecycleHook = direct_lifecycle,
+) -> AppRequestDone:
+    """``app_request``, with progress reports (``report``, for ``progress``) and
+    focus restoration (through ``lifecycle``) in the same transaction."""
+    receipt, item = _app_request(
+        conn, instance_id, call_id, event, now, result=result, code=code, message=message
+    )
+    outbox = [] if item is None else [item]
+    done: list[tuple[int, LifecycleResult]] = []
+    call = _bound(conn, instance_id, call_id) if receipt.accepted else None
+    if call is not None and event is Event.PROGRESS and report is not None:
+        queued = tool_call_store.progress(conn, call.conversation_id, report, now)
+        outbox.extend([] if queued is None else [queued])
+    if call is not None and call.state in SETTLED:
+        done = restore_focus(conn, call.conversation_id, call_id, now, lifecycle)
+        outbox.extend(o for _, r in done for o in r.outbox)
+    return AppRequestDone(receipt, tuple(outbox), tuple(done))
+
+
+def _app_request(
+    conn: sqlite3.Connection,
+    instance_id: str,
+    call_id: str,
+    event: Event,
+    now: str,
+    *,
+    result: Any = None,
+    code: str | None = None,
+    message: str | None = None,
+) -> tuple[Receipt, OutboxItem | None]:
     _ready_waiting(conn, instance_id, now)
     call = _bound(conn, instance_id, call_id)
     if call is None:
@@ -422,8 +532,27 @@ class ToolRouter:
             result.value.records.get(instance_id),
         )
 
-    async def app_progress(self, instance_id: str, call_id: str) -> Receipt:
-        return await self._request(instance_id, call_id, Event.PROGRESS)
+    async def app_progress(
+        self,
+        instance_id: str,
+        call_id: str,
+        *,
+        current: float = 0.0,
+        total: float | None = None,
+        label: str | None = None,
+    ) -> Receipt:
+        """The app reports progress: accepted on a ``running`` call, and queued to the
+        agent as ``tool.progress`` (at most one per call per 250 ms; reports inside
+        the window coalesce to the newest, sent when it ends). Raises ``ValueError``
+        for a report the protocol refuses."""
+        try:
+            report = msgspec.convert(
+                {"call_id": call_id, "current": current, "total": total, "label": label},
+                type=ToolProgress,
+            )
+        except (msgspec.ValidationError, ValueError) as exc:
+            raise ValueError(f"not a progress report: {exc}") from exc
+        return await self._request(instance_id, call_id, Event.PROGRESS, report=report)
 
     async def app_complete(self, instance_id: str, call_id: str, result: Any) -> Receipt:
         """Accept the call's result if it matches the tool's output schema
@@ -443,22 +572,25 @@ class ToolRouter:
     async def _request(
         self, instance_id: str, call_id: str, event: Event, **kwargs: Any
     ) -> Receipt:
-        receipt, item = await self._store.db.write(
-            _app_request_txn, instance_id, call_id, event, self._now(), kwargs
+        done: AppRequestDone = await self._store.db.write(
+            _app_request_txn, instance_id, call_id, event, self._now(), self.lifecycle, kwargs
         )
-        if item is not None:
+        self.adopt(done.lifecycle)
+        for item in done.outbox:
             self._send(item)
-        return receipt
+        return done.receipt
 
     async def delivered(self, conversation_id: str, envelope_id: str) -> CallOutcome | None:
         return await self._store.db.write(delivered, conversation_id, envelope_id, self._now())
 
     async def due(self) -> list[CallOutcome]:
-        """Time out every overdue call (one ``failed(tool_timeout)`` result each)."""
-        outcomes = await self._store.db.write(tool_call_store.due, self._now())
-        for outcome in outcomes:
-            if outcome.outbox is not None:
-                self._send(outcome.outbox)
+        """Time out every overdue call (one ``failed(tool_timeout)`` result each,
+        focus restored where the call asked for it) and queue every held progress
+        report whose window ended."""
+        outcomes, items, done = await self._store.db.write(_due_txn, self._now(), self.lifecycle)
+        self.adopt(done)
+        for item in items:
+            self._send(item)
         return outcomes
 
     async def next_deadline(self) -> datetime | None:
@@ -471,9 +603,29 @@ def _app_request_txn(
     call_id: str,
     event: Event,
     now: str,
+    lifecycle: LifecycleHook,
     kwargs: dict[str, Any],
-) -> tuple[Receipt, OutboxItem | None]:
-    return app_request(conn, instance_id, call_id, event, now, **kwargs)
+) -> AppRequestDone:
+    return app_request_full(conn, instance_id, call_id, event, now, lifecycle=lifecycle, **kwargs)
+
+
+def _due_txn(
+    conn: sqlite3.Connection, now: str, lifecycle: LifecycleHook
+) -> tuple[list[CallOutcome], list[OutboxItem], tuple[tuple[int, LifecycleResult], ...]]:
+    outcomes = tool_call_store.due(conn, now)
+    items: list[OutboxItem] = []
+    done: list[tuple[int, LifecycleResult]] = []
+    for outcome in outcomes:
+        if outcome.outbox is not None:
+            items.append(outcome.outbox)
+        if outcome.call is not None:
+            restored = restore_focus(
+                conn, outcome.call.conversation_id, outcome.call.call_id, now, lifecycle
+            )
+            done.extend(restored)
+            items.extend(o for _, r in restored for o in r.outbox)
+    items.extend(tool_call_store.flush_progress(conn, now))
+    return outcomes, items, tuple(done)
 
 
 def is_ordinary(intent: ToolCallIntent) -> bool:

@@ -8,17 +8,26 @@ transaction. A refused request writes nothing but an audit row. The result's
 envelope id is derived from the conversation and call ids (the same derivation as
 for interactions), so a call can never have two results upstream either.
 
-The router that creates calls from the agent's ``tool.call`` comes next; until then
-calls are created with ``insert``.
+The router (``router.route``) creates calls from the agent's ``tool.call``; tests
+and store-level use create them with ``insert``.
+
+**Progress.** ``progress`` queues an accepted progress report as one
+``lineup.v1.tool.progress`` envelope (runtime sender), at most one per call per
+``PROGRESS_INTERVAL`` (250 ms) of the injected clock. A report inside the window is
+not queued: it is kept in ``progress_pending`` (a newer one replaces it, so reports
+coalesce to the latest), and ``flush_progress`` queues it once the window has
+ended (``next_deadline`` includes that moment, so the Runtime's timer runs it). A
+held report is dropped when the call settles: the result supersedes it.
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 import msgspec
@@ -27,6 +36,7 @@ from lineup.protocol import (
     ErrorCode,
     Rejection,
     Sender,
+    ToolProgressEnvelope,
     ToolResultEnvelope,
     decode,
     encode,
@@ -41,6 +51,7 @@ from .tool_calls import Decision, Event, Outcome, Receipt, State, ToolCallRecord
 
 __all__ = [
     "MESSAGES",
+    "PROGRESS_INTERVAL",
     "CallOutcome",
     "Inserted",
     "StoredToolCall",
@@ -48,11 +59,16 @@ __all__ = [
     "all_calls",
     "close_instance",
     "due",
+    "flush_progress",
     "for_instance",
     "get",
     "insert",
     "next_deadline",
+    "progress",
 ]
+
+PROGRESS_INTERVAL = timedelta(milliseconds=250)
+"""At most one ``tool.progress`` is queued per call per this much of the clock."""
 
 MESSAGES: dict[str, str] = {
     ErrorCode.APP_CLOSED: "The app was closed before the call finished",
@@ -314,6 +330,12 @@ def _write(
     ).rowcount
     if not changed:  # cannot happen on the single writer; be safe anyway
         raise RuntimeError(f"tool call {subject} changed under its transaction")
+    if decision.to in tool_calls.SETTLED:  # the result supersedes held progress
+        conn.execute(
+            "UPDATE tool_calls SET progress_pending = NULL"
+            " WHERE conversation_id = ? AND call_id = ?",
+            (call.conversation_id, call.call_id),
+        )
     if written is not None:
         if written.status == "completed":
             payload = payloads.ToolResult(
@@ -413,11 +435,85 @@ def due(conn: sqlite3.Connection, now: str) -> list[CallOutcome]:
 
 
 def next_deadline(conn: sqlite3.Connection) -> datetime | None:
-    """The earliest deadline of a live call: when to run ``due`` next."""
+    """The earliest deadline of a live call, or end of a held progress report's
+    window: when to run ``due`` / ``flush_progress`` next."""
     live = tuple(s.value for s in tool_calls.LIVE)
     marks = ", ".join("?" for _ in live)
     row = conn.execute(
         f"SELECT MIN(deadline) FROM tool_calls WHERE state IN ({marks})",  # noqa: S608
         live,
     ).fetchone()
-    return _time(row[0]) if row else None
+    found = [t for t in (_time(row[0]) if row else None,) if t is not None]
+    held = conn.execute(
+        "SELECT MIN(progress_at) FROM tool_calls WHERE progress_pending IS NOT NULL"
+    ).fetchone()
+    if held is not None and held[0] is not None:
+        found.append(datetime.fromisoformat(held[0]) + PROGRESS_INTERVAL)
+    return min(found) if found else None
+
+
+def _queue_progress(
+    conn: sqlite3.Connection, conversation_id: str, report: payloads.ToolProgress, now: str
+) -> OutboxItem:
+    envelope = ToolProgressEnvelope(
+        id=f"prg_{uuid.uuid4().hex}",
+        conversation_id=conversation_id,
+        sender=Sender(kind="runtime", id=runtime_sender_id(conn)),
+        created_at=datetime.fromisoformat(now),
+        payload=report,
+    )
+    body = encode(envelope)
+    checked = decode(body)  # never queue what the AppServer would refuse
+    if isinstance(checked, Rejection):
+        raise ValueError(f"the tool.progress would be refused: {checked.code}")
+    conn.execute(
+        "UPDATE tool_calls SET progress_at = ?, progress_pending = NULL"
+        " WHERE conversation_id = ? AND call_id = ?",
+        (now, conversation_id, report.call_id),
+    )
+    return queue(conn, conversation_id, envelope.id, envelope.type, "runtime", body, now)
+
+
+def progress(
+    conn: sqlite3.Connection, conversation_id: str, report: payloads.ToolProgress, now: str
+) -> OutboxItem | None:
+    """After an accepted ``progress`` event: queue ``report`` now, or hold it (the
+    newest held report wins) until the call's 250 ms window ends."""
+    row = conn.execute(
+        "SELECT progress_at FROM tool_calls WHERE conversation_id = ? AND call_id = ?",
+        (conversation_id, report.call_id),
+    ).fetchone()
+    if row is None:
+        return None
+    when = datetime.fromisoformat(now)
+    if row[0] is None or when >= datetime.fromisoformat(row[0]) + PROGRESS_INTERVAL:
+        return _queue_progress(conn, conversation_id, report, now)
+    conn.execute(
+        "UPDATE tool_calls SET progress_pending = ? WHERE conversation_id = ? AND call_id = ?",
+        (msgspec.json.encode(report), conversation_id, report.call_id),
+    )
+    return None
+
+
+def flush_progress(conn: sqlite3.Connection, now: str) -> list[OutboxItem]:
+    """Queue every held progress report whose window has ended (of calls still
+    live), oldest window first."""
+    rows = conn.execute(
+        "SELECT conversation_id, call_id, progress_at, progress_pending, state FROM tool_calls"
+        " WHERE progress_pending IS NOT NULL ORDER BY progress_at, conversation_id, call_id"
+    ).fetchall()
+    when = datetime.fromisoformat(now)
+    items: list[OutboxItem] = []
+    for conversation_id, call_id, at, held, state in rows:
+        if State(state) not in tool_calls.LIVE:
+            conn.execute(
+                "UPDATE tool_calls SET progress_pending = NULL"
+                " WHERE conversation_id = ? AND call_id = ?",
+                (conversation_id, call_id),
+            )
+            continue
+        if at is not None and when < datetime.fromisoformat(at) + PROGRESS_INTERVAL:
+            continue
+        report = msgspec.json.decode(bytes(held), type=payloads.ToolProgress)
+        items.append(_queue_progress(conn, conversation_id, report, now))
+    return items
