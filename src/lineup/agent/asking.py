@@ -3,14 +3,15 @@ and dismissing one.
 
 An interaction is a ``lineup.v1.tool.call`` to one of the Runtime's interactive tools;
 the user's Runtime answers it exactly once with a ``lineup.v1.tool.result``, which the
-conversation's ``Inbox`` hands to the waiting call. ``Conversation`` delegates its
-``notify``, ``ask_*`` and ``dismiss`` here.
+conversation's ``Inbox`` hands to the waiting call. ``Conversation`` builds each
+tool's arguments and hands them to ``Asking.ask``, then reads the result with
+``accepted``, ``chosen`` or ``answer_of``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -20,12 +21,8 @@ from lineup.protocol.errors import ErrorCode
 from lineup.protocol.payloads import AppSessionContext, ToolResult
 
 from .arguments import (
-    ExpiresIn,
-    Options,
     check_id,
     checked_arguments,
-    expires_in_ms,
-    wire_options,
 )
 from .errors import InteractionError, InteractionFailed, SendRejected, interaction_error
 from .ids import call_envelope_id, new_envelope_id, next_call_id, retry_call_id
@@ -43,97 +40,6 @@ class Asking:
     def __init__(self, conversation: Conversation, inbox: Inbox) -> None:
         self._conversation = conversation
         self._inbox = inbox
-
-    async def notify(
-        self,
-        text: str,
-        *,
-        title: str | None,
-        level: Literal["info", "success", "warning", "error"],
-        toast: bool,
-        call_id: str | None,
-        app_session_id: str | None,
-    ) -> None:
-        arguments = {"text": text, "title": title, "level": level, "toast": toast}
-        result = await self._ask(ix.NOTICE, arguments, call_id, app_session_id)
-        if result.status not in ("accepted", "completed"):
-            raise interaction_error(result)
-
-    async def ask_choice(
-        self,
-        prompt: str,
-        options: Options,
-        *,
-        multiple: bool,
-        min_selected: int | None,
-        max_selected: int | None,
-        expires_in: ExpiresIn,
-        call_id: str | None,
-        app_session_id: str | None,
-    ) -> str | list[str]:
-        wire, keys = wire_options(options)
-        arguments = {
-            "prompt": prompt,
-            "options": wire,
-            "multiple": multiple,
-            "min_selected": min_selected,
-            "max_selected": max_selected,
-            "expires_in_ms": expires_in_ms(expires_in),
-        }
-        result = await self._ask(ix.CHOICE, arguments, call_id, app_session_id)
-        answer = _answer(result, ix.ChoiceAnswer)
-        if any(option_id not in keys for option_id in answer.selected) or (
-            not multiple and len(answer.selected) != 1
-        ):
-            raise _bad_result(result, "the selection does not fit the options")
-        selected = [keys[option_id] for option_id in answer.selected]
-        return selected if multiple else selected[0]
-
-    async def ask_confirm(
-        self,
-        prompt: str,
-        *,
-        confirm_label: str | None,
-        cancel_label: str | None,
-        danger: bool,
-        expires_in: ExpiresIn,
-        call_id: str | None,
-        app_session_id: str | None,
-    ) -> bool:
-        arguments = {
-            "prompt": prompt,
-            "confirm_label": confirm_label,
-            "cancel_label": cancel_label,
-            "danger": danger,
-            "expires_in_ms": expires_in_ms(expires_in),
-        }
-        result = await self._ask(ix.CONFIRM, arguments, call_id, app_session_id)
-        return _answer(result, ix.ConfirmAnswer).confirmed
-
-    async def ask_input(
-        self,
-        prompt: str,
-        *,
-        placeholder: str | None,
-        multiline: bool,
-        min_length: int,
-        max_length: int,
-        pattern: str | None,
-        expires_in: ExpiresIn,
-        call_id: str | None,
-        app_session_id: str | None,
-    ) -> str:
-        arguments = {
-            "prompt": prompt,
-            "placeholder": placeholder,
-            "multiline": multiline,
-            "min_length": min_length,
-            "max_length": max_length,
-            "pattern": pattern,
-            "expires_in_ms": expires_in_ms(expires_in),
-        }
-        result = await self._ask(ix.INPUT, arguments, call_id, app_session_id)
-        return _answer(result, ix.InputAnswer).text
 
     async def dismiss(self, call_id: str, reason: str | None) -> ToolResult:
         known = self._inbox.known(call_id)
@@ -161,7 +67,7 @@ class Asking:
 
     # --- the call itself ----------------------------------------------------------------------
 
-    async def _ask(
+    async def ask(
         self,
         tool: str,
         arguments: dict[str, Any],
@@ -173,6 +79,9 @@ class Asking:
         if app_session_id is not None:
             check_id(app_session_id, "app_session_id")
             context = AppSessionContext(app_session_id=app_session_id)
+        """Send one interactive ``tool.call`` (arguments checked first: ``ValueError``,
+        nothing sent) and return its single result; retried once, under a derived call
+        id, when the Runtime's inventory moved on meanwhile."""
         conversation_id = self._conversation.id
         if call_id is None:
             call_id = next_call_id(conversation_id)
@@ -240,7 +149,24 @@ def _code(result: ToolResult) -> str | None:
     return result.error.code if result.error is not None else None
 
 
-def _answer(result: ToolResult, kind: type[A]) -> A:
+def accepted(result: ToolResult) -> None:
+    """A notice: shown (``accepted``) or the typed error saying why not."""
+    if result.status not in ("accepted", "completed"):
+        raise interaction_error(result)
+
+
+def chosen(result: ToolResult, keys: dict[str, str], multiple: bool) -> str | list[str]:
+    """The keys of the options the person selected, in the order they were given."""
+    answer = answer_of(result, ix.ChoiceAnswer)
+    if any(option_id not in keys for option_id in answer.selected) or (
+        not multiple and len(answer.selected) != 1
+    ):
+        raise _bad_result(result, "the selection does not fit the options")
+    selected = [keys[option_id] for option_id in answer.selected]
+    return selected if multiple else selected[0]
+
+
+def answer_of(result: ToolResult, kind: type[A]) -> A:
     if result.status != "completed":
         raise interaction_error(result)
     try:

@@ -27,8 +27,8 @@ from lineup.protocol import interactions as ix
 from lineup.protocol.errors import ErrorBody, Rejection
 from lineup.protocol.payloads import ClientInventory, ToolResult
 
-from .arguments import ExpiresIn, Options
-from .asking import Asking
+from .arguments import ExpiresIn, Options, expires_in_ms, wire_options
+from .asking import Asking, accepted, answer_of, chosen
 from .errors import SendRejected
 from .ids import new_envelope_id
 from .inbox import History, Inbox
@@ -155,14 +155,8 @@ class Conversation:
         Raises ``InteractionRejected`` (and the other ``InteractionError``\\ s) when
         the Runtime does not show it, ``ValueError`` for bad arguments (nothing sent).
         """
-        await self._asking.notify(
-            text,
-            title=title,
-            level=level,
-            toast=toast,
-            call_id=call_id,
-            app_session_id=app_session_id,
-        )
+        arguments = {"text": text, "title": title, "level": level, "toast": toast}
+        accepted(await self._asking.ask(ix.NOTICE, arguments, call_id, app_session_id))
 
     @overload
     async def ask_choice(
@@ -224,16 +218,17 @@ class Conversation:
         The key of an option given as a plain string is that string (on the wire its
         id is its 1-based position, ``"1"``, ``"2"``, ...); of any other option, its id.
         """
-        return await self._asking.ask_choice(
-            prompt,
-            options,
-            multiple=multiple,
-            min_selected=min_selected,
-            max_selected=max_selected,
-            expires_in=expires_in,
-            call_id=call_id,
-            app_session_id=app_session_id,
-        )
+        wire, keys = wire_options(options)
+        arguments = {
+            "prompt": prompt,
+            "options": wire,
+            "multiple": multiple,
+            "min_selected": min_selected,
+            "max_selected": max_selected,
+            "expires_in_ms": expires_in_ms(expires_in),
+        }
+        result = await self._asking.ask(ix.CHOICE, arguments, call_id, app_session_id)
+        return chosen(result, keys, multiple)
 
     async def ask_confirm(
         self,
@@ -247,15 +242,15 @@ class Conversation:
         app_session_id: str | None = None,
     ) -> bool:
         """Ask a yes/no question; ``True`` when the person confirmed."""
-        return await self._asking.ask_confirm(
-            prompt,
-            confirm_label=confirm_label,
-            cancel_label=cancel_label,
-            danger=danger,
-            expires_in=expires_in,
-            call_id=call_id,
-            app_session_id=app_session_id,
-        )
+        arguments = {
+            "prompt": prompt,
+            "confirm_label": confirm_label,
+            "cancel_label": cancel_label,
+            "danger": danger,
+            "expires_in_ms": expires_in_ms(expires_in),
+        }
+        result = await self._asking.ask(ix.CONFIRM, arguments, call_id, app_session_id)
+        return answer_of(result, ix.ConfirmAnswer).confirmed
 
     async def ask_input(
         self,
@@ -272,17 +267,17 @@ class Conversation:
     ) -> str:
         """Ask for a line (or, ``multiline``, a text); ``pattern`` is an RE2 expression
         the whole answer must match."""
-        return await self._asking.ask_input(
-            prompt,
-            placeholder=placeholder,
-            multiline=multiline,
-            min_length=min_length,
-            max_length=max_length,
-            pattern=pattern,
-            expires_in=expires_in,
-            call_id=call_id,
-            app_session_id=app_session_id,
-        )
+        arguments = {
+            "prompt": prompt,
+            "placeholder": placeholder,
+            "multiline": multiline,
+            "min_length": min_length,
+            "max_length": max_length,
+            "pattern": pattern,
+            "expires_in_ms": expires_in_ms(expires_in),
+        }
+        result = await self._asking.ask(ix.INPUT, arguments, call_id, app_session_id)
+        return answer_of(result, ix.InputAnswer).text
 
     async def dismiss(self, call_id: str, reason: str | None = None) -> ToolResult:
         """Stop waiting for an interaction; return the call's single terminal result.

@@ -13,24 +13,15 @@ from typing import Any, Literal
 import msgspec
 
 from .envelope import KIND_BY_TYPE, TYPE_PREFIX, AnyEnvelope, Envelope, Sender, Target
-from .errors import ErrorCode, Rejection
+from .errors import ErrorCode, Rejection, explain_validation_error
 from .fields import MAX_ENVELOPE_BYTES, Id, Timestamp, TypeName
 
 __all__ = ["DecodeResult", "Unsupported", "decode", "encode"]
 
 _decoder = msgspec.json.Decoder(AnyEnvelope)
 _encoder = msgspec.json.Encoder(order="sorted")
-_PATH = re.compile(r" - at `(\$[^`]*)`\Z")
 _VERSIONED_TYPE = re.compile(r"^lineup\.v([0-9]+)\.")
 _MAX_MESSAGE_CHARS = 500
-
-# msgspec messages that quote the input; the quoted part is cut so that a rejection
-# never carries a piece of the envelope (it ends up in logs and error bodies).
-_ECHOING_MESSAGES = (
-    ("Invalid enum value", "Invalid enum value"),
-    ("Invalid value", "Invalid value"),
-    ("Object contains unknown field", "Object contains an unknown field"),
-)
 
 
 class Unsupported(msgspec.Struct, frozen=True, kw_only=True):
@@ -168,15 +159,7 @@ def _unsupported(raw: bytes, kind: str) -> Unsupported | Rejection:
 
 
 def _rejection_from(exc: msgspec.ValidationError) -> Rejection:
-    text = str(exc)
-    path = "$"
-    match = _PATH.search(text)
-    if match:
-        text, path = text[: match.start()], match.group(1)
-    for prefix, replacement in _ECHOING_MESSAGES:
-        if text.startswith(prefix):
-            text = replacement
-            break
+    text, path = explain_validation_error(exc)
     return Rejection(code=ErrorCode.MALFORMED_ENVELOPE, message=_first_line(text), path=path)
 
 

@@ -6,11 +6,12 @@ or reused. Messages are for people and may change.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 
 import msgspec
 
-__all__ = ["ErrorBody", "ErrorCode", "ErrorResponse", "Rejection"]
+__all__ = ["ErrorBody", "ErrorCode", "ErrorResponse", "Rejection", "explain_validation_error"]
 
 
 class ErrorCode(StrEnum):
@@ -85,3 +86,28 @@ class Rejection(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
     def as_body(self) -> ErrorBody:
         return ErrorBody(code=self.code, message=self.message, path=self.path)
+
+
+_PATH = re.compile(r" - at `(\$[^`]*)`\Z")
+
+# msgspec messages that quote the input; the quoted part is cut so that an error
+# never carries a piece of what was sent (it ends up in logs and error bodies).
+_ECHOING_MESSAGES = (
+    ("Invalid enum value", "Invalid enum value"),
+    ("Invalid value", "Invalid value"),
+    ("Object contains unknown field", "Object contains an unknown field"),
+)
+
+
+def explain_validation_error(exc: msgspec.ValidationError) -> tuple[str, str]:
+    """``(message, path)`` of a msgspec validation error: the JSON path it names (``$``
+    when none) and the message without it, cut where msgspec would quote the input."""
+    text = str(exc)
+    path = "$"
+    match = _PATH.search(text)
+    if match:
+        text, path = text[: match.start()], match.group(1)
+    for prefix, replacement in _ECHOING_MESSAGES:
+        if text.startswith(prefix):
+            return replacement, path
+    return text, path

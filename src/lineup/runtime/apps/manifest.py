@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from lineup.protocol.errors import explain_validation_error
 from lineup.protocol.fields import (
     SEMVER_PATTERN,
     AppId,
@@ -278,17 +279,10 @@ def _check_tools(manifest: AppManifest, declared: frozenset[str]) -> None:
 
 _decoder = msgspec.json.Decoder(AppManifest)
 _encoder = msgspec.json.Encoder(order="sorted")
-_PATH = re.compile(r" - at `(\$[^`]*)`\Z")
 _TOOL_PATH = re.compile(r"^\$\.tools\[([0-9]+)\]")
 _SCHEMA_LIMIT = re.compile(r"^`(input_schema|output_schema)` (nests deeper|encodes to)")
 _MAX_MESSAGE_CHARS = 300
 
-# msgspec messages that quote the input are cut to their harmless start.
-_ECHOING_MESSAGES = (
-    ("Invalid enum value", "Invalid enum value"),
-    ("Invalid value", "Invalid value"),
-    ("Object contains unknown field", "Object contains an unknown field"),
-)
 
 _GRAMMARS = {
     "id": "a reverse-domain app id",
@@ -364,15 +358,7 @@ def _too_large() -> ManifestError:
 
 def _from_validation_error(raw: bytes, exc: msgspec.ValidationError) -> ManifestError:
     """Turn msgspec's error into a precise, non-echoing ``ManifestError``."""
-    text = str(exc)
-    path = "$"
-    match = _PATH.search(text)
-    if match:
-        text, path = text[: match.start()], match.group(1)
-    for prefix, replacement in _ECHOING_MESSAGES:
-        if text.startswith(prefix):
-            text = replacement
-            break
+    text, path = explain_validation_error(exc)
     if text.startswith("Expected `str` matching regex"):
         text = f"must be {_grammar(path)}"
     tool = _TOOL_PATH.match(path)

@@ -85,7 +85,6 @@ __all__ = [
     "Routed",
     "ToolRouter",
     "app_request",
-    "app_request_full",
     "delivered",
     "direct_lifecycle",
     "is_ordinary",
@@ -379,29 +378,11 @@ def app_request(
     result: Any = None,
     code: str | None = None,
     message: str | None = None,
-) -> tuple[Receipt, OutboxItem | None]:
-    """One app request on one of its calls, in one transaction."""
-    done = app_request_full(
-        conn, instance_id, call_id, event, now, result=result, code=code, message=message
-    )
-    return done.receipt, done.outbox[0] if done.outbox else None
-
-
-def app_request_full(
-    conn: sqlite3.Connection,
-    instance_id: str,
-    call_id: str,
-    event: Event,
-    now: str,
-    *,
-    result: Any = None,
-    code: str | None = None,
-    message: str | None = None,
     report: ToolProgress | None = None,
     lifecycle: LifecycleHook = direct_lifecycle,
 ) -> AppRequestDone:
-    """``app_request``, with progress reports (``report``, for ``progress``) and
-    focus restoration (through ``lifecycle``) in the same transaction."""
+    """One app request on one of its calls, in one transaction: with its progress
+    report (``report``, for ``progress``) and focus restoration (``lifecycle``)."""
     receipt, item = _app_request(
         conn, instance_id, call_id, event, now, result=result, code=code, message=message
     )
@@ -606,7 +587,7 @@ def _app_request_txn(
     lifecycle: LifecycleHook,
     kwargs: dict[str, Any],
 ) -> AppRequestDone:
-    return app_request_full(conn, instance_id, call_id, event, now, lifecycle=lifecycle, **kwargs)
+    return app_request(conn, instance_id, call_id, event, now, lifecycle=lifecycle, **kwargs)
 
 
 def _due_txn(
