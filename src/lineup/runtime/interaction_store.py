@@ -20,9 +20,7 @@ from lineup.protocol import (
     ClientInventoryEnvelope,
     ErrorCode,
     ErrorEnvelope,
-    Sender,
     ToolResultEnvelope,
-    encode,
     payloads,
 )
 from lineup.protocol.interactions import Interaction, check_answer, parse_arguments
@@ -42,9 +40,8 @@ from .tables import (
     call_spent,
     get_item,
     interaction,
-    queue,
+    queue_from_runtime,
     result_envelope_id,
-    runtime_sender_id,
 )
 
 
@@ -316,16 +313,8 @@ def _queue_result(
     result: payloads.ToolResult,
     now: str,
 ) -> OutboxItem:
-    envelope = ToolResultEnvelope(
-        id=result_envelope_id(conversation_id, call_id),
-        conversation_id=conversation_id,
-        sender=Sender(kind="runtime", id=runtime_sender_id(conn)),
-        created_at=_parse_time(now),
-        payload=result,
-    )
-    return queue(
-        conn, conversation_id, envelope.id, envelope.type, "runtime", encode(envelope), now
-    )
+    envelope_id = result_envelope_id(conversation_id, call_id)
+    return queue_from_runtime(conn, ToolResultEnvelope, envelope_id, conversation_id, result, now)
 
 
 def answer(
@@ -361,18 +350,18 @@ def dismiss(
     if record is None or agent is None or agent[0] != intent.sender_id:
         # Nothing to end. The agent still gets an answer, once per control: an error
         # envelope referring to its dismiss (never a tool.result: there is no call).
-        error = ErrorEnvelope(
-            id=f"err_{result_envelope_id(conversation_id, intent.control_id)[4:]}",
-            conversation_id=conversation_id,
-            sender=Sender(kind="runtime", id=runtime_sender_id(conn)),
-            created_at=_parse_time(now),
-            payload=payloads.Error(
+        notice = queue_from_runtime(
+            conn,
+            ErrorEnvelope,
+            f"err_{result_envelope_id(conversation_id, intent.control_id)[4:]}",
+            conversation_id,
+            payloads.Error(
                 code=ErrorCode.INTERACTION_NOT_FOUND,
                 message="no interaction with this call id in this conversation",
                 ref_id=intent.envelope_id,
             ),
+            now,
         )
-        notice = queue(conn, conversation_id, error.id, error.type, "runtime", encode(error), now)
         outcome = Outcome(None, code=ErrorCode.INTERACTION_NOT_FOUND, outbox=notice)
         audit(conn, now, "agent", "dismiss", subject, "refused", outcome.code)
     else:
@@ -414,21 +403,14 @@ def publish_inventory(
     ).fetchone()
     if row is not None and row[0] == inventory.revision:
         return None
-    envelope = ClientInventoryEnvelope(
-        id=f"inv_{uuid.uuid4().hex}",
-        conversation_id=conversation_id,
-        sender=Sender(kind="runtime", id=runtime_sender_id(conn)),
-        created_at=_parse_time(now),
-        payload=inventory,
-    )
     conn.execute(
         "INSERT INTO inventory_published (conversation_id, revision, at) VALUES (?, ?, ?)"
         " ON CONFLICT (conversation_id) DO UPDATE SET revision = excluded.revision,"
         " at = excluded.at",
         (conversation_id, inventory.revision, now),
     )
-    return queue(
-        conn, conversation_id, envelope.id, envelope.type, "runtime", encode(envelope), now
+    return queue_from_runtime(
+        conn, ClientInventoryEnvelope, f"inv_{uuid.uuid4().hex}", conversation_id, inventory, now
     )
 
 

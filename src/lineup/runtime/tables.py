@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+from lineup.protocol import Envelope, Rejection, Sender, decode, encode
 
 from .records import InteractionRecord, OutboxItem, TimelineItem
+
+E = TypeVar("E", bound=Envelope)
 
 
 def audit(
@@ -109,6 +114,30 @@ def queue(
     audit(conn, now, sender_kind, "send", f"{conversation_id}/{envelope_id}", "queued", type)
     assert cursor.lastrowid is not None
     return OutboxItem(cursor.lastrowid, conversation_id, envelope_id, body)
+
+
+def queue_from_runtime(
+    conn: sqlite3.Connection,
+    kind: Callable[..., E],
+    envelope_id: str,
+    conversation_id: str,
+    payload: Any,
+    now: str,
+) -> OutboxItem:
+    """Queue an envelope the Runtime sends for its user (``sender.kind`` ``runtime``),
+    checked by the decoder first: never queue what the AppServer would refuse."""
+    envelope = kind(
+        id=envelope_id,
+        conversation_id=conversation_id,
+        sender=Sender(kind="runtime", id=runtime_sender_id(conn)),
+        created_at=datetime.fromisoformat(now),
+        payload=payload,
+    )
+    body = encode(envelope)
+    checked = decode(body)
+    if isinstance(checked, Rejection):
+        raise ValueError(f"{envelope.type} would be refused: {checked.code} at {checked.path}")
+    return queue(conn, conversation_id, envelope.id, envelope.type, "runtime", body, now)
 
 
 def runtime_sender_id(conn: sqlite3.Connection) -> str:

@@ -41,17 +41,13 @@ from lineup.protocol import (
     AppSessionClosedEnvelope,
     AppSessionOpenedEnvelope,
     ErrorCode,
-    Rejection,
-    Sender,
-    decode,
-    encode,
     payloads,
 )
 from lineup.protocol.fields import MAX_LABEL_CHARS, MAX_LIST_ITEMS
 
 from .. import interaction_store
 from ..records import OutboxItem
-from ..tables import audit, queue, runtime_sender_id
+from ..tables import audit, queue_from_runtime
 from . import tool_call_store
 from .focus import (
     MAX_FINAL_KEPT,
@@ -373,18 +369,6 @@ def _agent_of(conn: sqlite3.Connection, conversation_id: str) -> str | None:
     return None if row is None else str(row[0])
 
 
-def _queue_checked(
-    conn: sqlite3.Connection,
-    envelope: AppSessionOpenedEnvelope | AppSessionClosedEnvelope,
-    now: str,
-) -> OutboxItem:
-    body = encode(envelope)
-    checked = decode(body)  # never queue what the AppServer would refuse
-    if isinstance(checked, Rejection):
-        raise ValueError(f"{envelope.type} would be refused: {checked.code} at {checked.path}")
-    return queue(conn, envelope.conversation_id, envelope.id, envelope.type, "runtime", body, now)
-
-
 def _open_app_session(
     conn: sqlite3.Connection, record: MiniAppInstanceRecord, now: str
 ) -> OutboxItem | None:
@@ -407,19 +391,19 @@ def _open_app_session(
         (app_session_id, record.instance_id),
     )
     audit(conn, now, "runtime", "app_session", app_session_id, "opened")
-    envelope = AppSessionOpenedEnvelope(
-        id=app_session_envelope_id(app_session_id, "opened"),
-        conversation_id=record.conversation_id,
-        sender=Sender(kind="runtime", id=runtime_sender_id(conn)),
-        created_at=datetime.fromisoformat(now),
-        payload=payloads.AppSessionOpened(
+    return queue_from_runtime(
+        conn,
+        AppSessionOpenedEnvelope,
+        app_session_envelope_id(app_session_id, "opened"),
+        record.conversation_id,
+        payloads.AppSessionOpened(
             agent_id=agent_id,
             app_session_id=app_session_id,
             app_scope=record.app_scope,
             instance_id=record.instance_id,
         ),
+        now,
     )
-    return _queue_checked(conn, envelope, now)
 
 
 def _end_app_session(
@@ -442,12 +426,12 @@ def _end_app_session(
         )
     ]
     audit(conn, now, "runtime", "app_session", app_session_id, "closed")
-    envelope = AppSessionClosedEnvelope(
-        id=app_session_envelope_id(app_session_id, "closed"),
-        conversation_id=record.conversation_id,
-        sender=Sender(kind="runtime", id=runtime_sender_id(conn)),
-        created_at=datetime.fromisoformat(now),
-        payload=payloads.AppSessionClosed(
+    return queue_from_runtime(
+        conn,
+        AppSessionClosedEnvelope,
+        app_session_envelope_id(app_session_id, "closed"),
+        record.conversation_id,
+        payloads.AppSessionClosed(
             agent_id=row[0],
             app_session_id=app_session_id,
             app_scope=record.app_scope,
@@ -455,5 +439,5 @@ def _end_app_session(
             reason=None if reason is None else reason[:MAX_LABEL_CHARS],
             pending_interaction_call_ids=pending,
         ),
+        now,
     )
-    return _queue_checked(conn, envelope, now)

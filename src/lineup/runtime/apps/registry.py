@@ -44,13 +44,13 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from lineup.protocol import AppListEnvelope, Sender, encode
+from lineup.protocol import AppListEnvelope
 from lineup.protocol import interactions as ix
 from lineup.protocol.fields import CAPABILITY_NAME_PATTERN, CAPABILITY_VERSION_PATTERN
 from lineup.protocol.payloads import AppList, CapabilityDescriptor, ClientInventory, ToolDescriptor
 
 from ..records import OutboxItem
-from ..tables import audit, queue, runtime_sender_id
+from ..tables import audit, queue_from_runtime
 from .manifest import (
     AppManifest,
     encode_manifest,
@@ -423,20 +423,14 @@ def publish_app_list(
     ).fetchone()
     if (row is not None and row[0] == digest) or (row is None and not projection.capabilities):
         return None
-    envelope = AppListEnvelope(
-        id=f"apl_{uuid.uuid4().hex}",
-        conversation_id=conversation_id,
-        sender=Sender(kind="runtime", id=runtime_sender_id(conn)),
-        created_at=datetime.fromisoformat(now),
-        payload=projection,
-    )
     conn.execute(
         "INSERT INTO app_list_published (conversation_id, digest, at) VALUES (?, ?, ?)"
         " ON CONFLICT (conversation_id) DO UPDATE SET digest = excluded.digest, at = excluded.at",
         (conversation_id, digest, now),
     )
-    body = encode(envelope)
-    return queue(conn, conversation_id, envelope.id, envelope.type, "runtime", body, now)
+    return queue_from_runtime(
+        conn, AppListEnvelope, f"apl_{uuid.uuid4().hex}", conversation_id, projection, now
+    )
 
 
 def revision(conn: sqlite3.Connection) -> str:

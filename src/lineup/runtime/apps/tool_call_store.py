@@ -34,18 +34,19 @@ import msgspec
 
 from lineup.protocol import (
     ErrorCode,
-    Rejection,
-    Sender,
     ToolProgressEnvelope,
     ToolResultEnvelope,
-    decode,
-    encode,
     payloads,
 )
 from lineup.protocol.fields import ERROR_CODE_PATTERN
 
 from ..records import OutboxItem
-from ..tables import audit, call_spent, queue, result_envelope_id, runtime_sender_id
+from ..tables import (
+    audit,
+    call_spent,
+    queue_from_runtime,
+    result_envelope_id,
+)
 from . import tool_calls
 from .tool_calls import Decision, Event, Outcome, Receipt, State, ToolCallRecord
 
@@ -370,18 +371,8 @@ def _queue_result(
 ) -> OutboxItem:
     if result.error is not None and not _CODE.match(result.error.code):
         raise ValueError(f"not an error code: {result.error.code!r}")
-    envelope = ToolResultEnvelope(
-        id=result_envelope_id(conversation_id, result.call_id),
-        conversation_id=conversation_id,
-        sender=Sender(kind="runtime", id=runtime_sender_id(conn)),
-        created_at=datetime.fromisoformat(now),
-        payload=result,
-    )
-    body = encode(envelope)
-    checked = decode(body)  # never queue what the AppServer would refuse
-    if isinstance(checked, Rejection):
-        raise ValueError(f"the tool.result would be refused: {checked.code}")
-    return queue(conn, conversation_id, envelope.id, envelope.type, "runtime", body, now)
+    envelope_id = result_envelope_id(conversation_id, result.call_id)
+    return queue_from_runtime(conn, ToolResultEnvelope, envelope_id, conversation_id, result, now)
 
 
 def close_instance(
@@ -455,23 +446,14 @@ def next_deadline(conn: sqlite3.Connection) -> datetime | None:
 def _queue_progress(
     conn: sqlite3.Connection, conversation_id: str, report: payloads.ToolProgress, now: str
 ) -> OutboxItem:
-    envelope = ToolProgressEnvelope(
-        id=f"prg_{uuid.uuid4().hex}",
-        conversation_id=conversation_id,
-        sender=Sender(kind="runtime", id=runtime_sender_id(conn)),
-        created_at=datetime.fromisoformat(now),
-        payload=report,
-    )
-    body = encode(envelope)
-    checked = decode(body)  # never queue what the AppServer would refuse
-    if isinstance(checked, Rejection):
-        raise ValueError(f"the tool.progress would be refused: {checked.code}")
     conn.execute(
         "UPDATE tool_calls SET progress_at = ?, progress_pending = NULL"
         " WHERE conversation_id = ? AND call_id = ?",
         (now, conversation_id, report.call_id),
     )
-    return queue(conn, conversation_id, envelope.id, envelope.type, "runtime", body, now)
+    return queue_from_runtime(
+        conn, ToolProgressEnvelope, f"prg_{uuid.uuid4().hex}", conversation_id, report, now
+    )
 
 
 def progress(
