@@ -15,7 +15,7 @@
 // never show as loose rows. A closed group is read-only history, but a question still
 // pending in it stays answerable: closing an app does not cancel its questions.
 
-import { $, avatarFor, el, initials, policy, time } from "./dom.js";
+import { $, avatarFor, el, initials, policy, reconcile, time } from "./dom.js";
 import {
   flushDrafts,
   focusWanted,
@@ -171,16 +171,7 @@ function updateGroup(group, li) {
     nested.set(item.key, { item, li: row });
     return row;
   });
-  let child = list.firstElementChild;
-  for (const node of nodes) {
-    if (child === node) child = child.nextElementSibling;
-    else list.insertBefore(node, child);
-  }
-  while (child) {
-    const next = child.nextElementSibling;
-    child.remove();
-    child = next;
-  }
+  reconcile(list, nodes);
   if (!items.length) list.append(el("li", "group-empty", "No questions yet."));
 }
 
@@ -294,18 +285,10 @@ function redraw() {
     rendered.set(item.key, { item, li });
     return li;
   });
-  let child = list.firstElementChild;
-  for (const node of nodes) {
-    if (child === node) child = child.nextElementSibling;
-    else list.insertBefore(node, child);
-  }
-  while (child) {
-    const next = child.nextElementSibling;
+  reconcile(list, nodes, (child) => {
     const key = Number(child.dataset.key);
     if (rendered.get(key)?.li === child) rendered.delete(key);
-    child.remove();
-    child = next;
-  }
+  });
   $("empty").hidden = items.length > 0;
   const first = items.find((item) => item.seq != null);
   $("older").hidden = state.complete || !first || first.seq <= 1;

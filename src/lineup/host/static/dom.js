@@ -44,3 +44,19 @@ export function announce(text) {
     region.textContent = text;
   }, 50);
 }
+
+// Make `list`'s children exactly `nodes`, in order, moving only the ones out of place
+// (elements that did not change keep their DOM node); `removed` hears each one dropped.
+export function reconcile(list, nodes, removed = () => {}) {
+  let child = list.firstElementChild;
+  for (const node of nodes) {
+    if (child === node) child = child.nextElementSibling;
+    else list.insertBefore(node, child);
+  }
+  while (child) {
+    const next = child.nextElementSibling;
+    removed(child);
+    child.remove();
+    child = next;
+  }
+}
