@@ -119,6 +119,7 @@ async def test_host_channel_snapshot_send_and_bad_frames(client: Client) -> None
         assert snapshot["op"] == "snapshot"
         assert snapshot["connection"] == "connected"
         conversation = snapshot["conversations"][0]["id"]
+        assert conversation in snapshot["complete"]  # a short history: nothing older
         for bad in ("not json", json.dumps({"op": "hack"}), json.dumps({"op": "send"})):
             await ws.send(bad)
             assert json.loads(await ws.recv())["op"] == "error"

@@ -279,9 +279,12 @@ class WebHost:
                 (i.conversation_id, i.envelope_id) for i in await runtime.store.inbox(DEFAULT_SCOPE)
             }
             groups: list[channel.AppSessionView] = []
+            complete: list[str] = []
             for conversation in conversations:
                 timeline = await runtime.store.timeline(conversation.id, limit=PAGE)
                 items.extend(_views(timeline, unread))
+                if sum(1 for i in timeline if i.seq is not None) < PAGE:
+                    complete.append(conversation.id)  # hidden rows count: nothing older
                 found = await sessions_view.read_groups(runtime.store, conversation.id)
                 groups.extend(group_view(g) for g in found)
             return _encode(
@@ -295,6 +298,7 @@ class WebHost:
                     items=items,
                     now=_iso(runtime.clock()),
                     drafts=runtime.drafts(),
+                    complete=complete,
                     apps=apps_view(runtime.apps.instances()),
                     app_sessions=groups,
                 )

@@ -155,6 +155,8 @@ class Snapshot(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="s
     now: str
     """The Runtime's clock, so the page can show time left on pending interactions."""
     drafts: dict[str, str] = msgspec.field(default_factory=dict)
+    complete: list[str] = msgspec.field(default_factory=list)
+    """Conversations whose whole history is in ``items``: nothing older to load."""
     apps: AppsView = msgspec.field(default_factory=AppsView)
     """The MiniApp instances and focus."""
     app_sessions: list[AppSessionView] = msgspec.field(default_factory=list)

@@ -376,7 +376,7 @@ function onSnapshot(frame) {
   state.groups.clear();
   rendered.clear();
   nested.clear();
-  state.complete = false;
+  state.complete = !!state.conversation && (frame.complete || []).includes(state.conversation.id);
   const drafts = resetCards(frame);
   frame.items.forEach(upsert);
   onAppSessions(frame.app_sessions || []);
