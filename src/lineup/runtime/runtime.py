@@ -132,7 +132,11 @@ class Runtime:
         self.apps = AppKernel(self.store, clock=self._clock, emit=self._emit, send=self._start_send)
         """The MiniApp kernel: instances, focus and their sub-sessions."""
         self.registry = AppRegistry(
-            self.store, clock=self._clock, on_change=self._inventory_changed, initial=INVENTORY
+            self.store,
+            clock=self._clock,
+            on_change=self._inventory_changed,
+            initial=INVENTORY,
+            kernel=self.apps,
         )
         """Installed and enabled apps; the inventory they make."""
         self.tools = ToolRouter(self.store, self.apps, clock=self._clock, send=self._start_send)

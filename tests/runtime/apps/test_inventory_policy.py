@@ -85,7 +85,7 @@ def tool_ids(inventory: Any) -> set[str]:
 # --- 1. revoked things: a deterministic result, never a fallback --------------------------
 
 
-async def test_a_disabled_app_old_revision_mismatch_current_not_advertised(
+async def test_a_disabled_app_old_revision_mismatch_current_app_disabled(
     h: RouterHarness,
 ) -> None:
     await h.install()
@@ -97,7 +97,7 @@ async def test_a_disabled_app_old_revision_mismatch_current_not_advertised(
     await h.call("old", "test-app.echo", {"text": 5}, revision=advertised)
     await h.call("now", "test-app.echo", {"text": "hi"}, target={"instance_id": instance_id})
     assert rejected_code(h, "old") == ErrorCode.INVENTORY_REVISION_MISMATCH
-    assert rejected_code(h, "now") == ErrorCode.TOOL_NOT_ADVERTISED
+    assert rejected_code(h, "now") == ErrorCode.APP_DISABLED
     assert h.dump("tool_calls")["tool_calls"] != []  # only the launch call was stored
     assert await h.stored_call("now") is None
     assert await h.stored_call("old") is None
@@ -108,7 +108,7 @@ async def test_the_result_does_not_depend_on_what_else_is_wrong(h: RouterHarness
     await h.set_enabled(False)
     for n, args in enumerate([{"text": "hi"}, {"text": 5}, {}]):
         await h.call(f"c{n}", "test-app.echo", args)
-        assert rejected_code(h, f"c{n}") == ErrorCode.TOOL_NOT_ADVERTISED
+        assert rejected_code(h, f"c{n}") == ErrorCode.APP_DISABLED
 
 
 # --- 2. the capability policy -------------------------------------------------------------
@@ -133,13 +133,13 @@ async def test_capabilities_are_denied_until_granted(h: RouterHarness) -> None:
     assert same.capabilities == granted.capabilities
 
 
-async def test_a_tool_needing_an_ungranted_capability_is_not_advertised(
+async def test_a_tool_needing_an_ungranted_capability_is_capability_denied(
     h: RouterHarness,
 ) -> None:
     await install_with_permissions(h)
     instance_id = await launched(h)
     await h.call("denied", "test-app.slow", {"steps": 1})
-    assert rejected_code(h, "denied") == ErrorCode.TOOL_NOT_ADVERTISED
+    assert rejected_code(h, "denied") == ErrorCode.CAPABILITY_DENIED
 
     await policy(h, SAVE)
     await h.call("allowed", "test-app.slow", {"steps": 1})
@@ -152,7 +152,7 @@ async def test_a_tool_needing_an_ungranted_capability_is_not_advertised(
     await h.call("stale", "test-app.slow", {"steps": 1}, revision=granted_revision)
     await h.call("revoked", "test-app.slow", {"steps": 1})
     assert rejected_code(h, "stale") == ErrorCode.INVENTORY_REVISION_MISMATCH
-    assert rejected_code(h, "revoked") == ErrorCode.TOOL_NOT_ADVERTISED
+    assert rejected_code(h, "revoked") == ErrorCode.CAPABILITY_DENIED
 
 
 async def test_the_policy_is_persisted_and_validated(h: RouterHarness) -> None:

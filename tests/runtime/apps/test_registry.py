@@ -13,10 +13,14 @@ from typing import Any
 import msgspec
 import pytest
 
+from lineup.protocol import ErrorCode
 from lineup.runtime import INVENTORY, Runtime, RuntimeStore, Session
+from lineup.runtime.apps.kernel import AppLifecycleRefused
+from lineup.runtime.apps.lifecycle import State as AppState
 from lineup.runtime.apps.manifest import ManifestError
 from lineup.runtime.apps.registry import INITIAL_REVISION, AppRegistry, RegistryError
 from lineup.runtime.runtime import STORE_FILE
+from tests.support.app_kernel import queued
 from tests.support.interactions import FrozenClock
 
 MANIFEST = Path(__file__).parent / "manifests" / "valid" / "test-app.json"
@@ -199,3 +203,36 @@ async def test_the_runtime_republishes_when_the_inventory_changes(tmp_path: Path
     assert len(inventories(path)) == 8
     assert "test-app" in again._scopes  # calls targeted at the app are accepted
     await again.close()
+
+
+async def test_disabling_an_app_closes_its_live_instances(tmp_path: Path) -> None:
+    runtime = await open_runtime(tmp_path)
+    await runtime.store.save_session(Session("http://appserver.invalid", "alice", "u1", "tok"))
+    await runtime.store.upsert_conversation("conv-a", "agent-1", "")
+    await runtime.registry.install(MANIFEST.read_bytes(), enable=True)
+    first = await runtime.apps.open_instance("test-app", conversation_id="conv-a")
+    second = await runtime.apps.open_instance("test-app", conversation_id="conv-a")
+    await runtime.apps.started(second.instance_id)
+    other = await runtime.apps.open_instance("other-app", conversation_id="conv-a")
+    path = tmp_path / STORE_FILE
+
+    await runtime.registry.disable(APP_ID)
+
+    value = runtime.apps.instances()  # the kernel adopted what the registry's txn did
+    assert value.records[first.instance_id].state is AppState.STOPPED
+    assert value.records[second.instance_id].state is AppState.STOPPED
+    assert value.records[other.instance_id].state is AppState.STARTING
+    assert value.focus == other.instance_id
+    closed = [q for q in queued(path) if q.type == "lineup.v1.app_session.closed"]
+    assert sorted(q.payload["instance_id"] for q in closed) == sorted(
+        [first.instance_id, second.instance_id]
+    )
+    assert {q.payload["reason"] for q in closed} == {"app_disabled"}
+    with pytest.raises(AppLifecycleRefused) as refused:
+        await runtime.apps.open_instance("test-app", conversation_id="conv-a")
+    assert refused.value.code == ErrorCode.APP_DISABLED
+
+    await runtime.registry.enable(APP_ID)  # enabled again: it opens, as a new instance
+    again = await runtime.apps.open_instance("test-app", conversation_id="conv-a")
+    assert again.instance_id not in (first.instance_id, second.instance_id)
+    await runtime.close()

@@ -167,14 +167,15 @@ async def test_an_unknown_tool_is_tool_not_advertised(h: RouterHarness, tool: st
     assert rejected_code(h, "c1") == ErrorCode.TOOL_NOT_ADVERTISED
 
 
-async def test_a_disabled_app_is_not_advertised(h: RouterHarness) -> None:
-    # Under the current revision a disabled app's tool was never advertised (see
-    # tests/runtime/apps/test_inventory_policy.py for the whole rule).
+async def test_a_disabled_app_s_tool_is_app_disabled(h: RouterHarness) -> None:
+    # Under the current revision a disabled app's tool is not advertised; the agent
+    # is told why (see tests/runtime/apps/test_inventory_policy.py for the whole rule).
     await h.install()
     await h.set_enabled(False)
     assert h.revision == "inv-3"
     await h.call("c1", "test-app.echo", {"text": "hi"})
-    assert rejected_code(h, "c1") == ErrorCode.TOOL_NOT_ADVERTISED
+    assert rejected_code(h, "c1") == ErrorCode.APP_DISABLED
+    assert await h.stored_call("c1") is None
 
 
 async def test_bad_arguments_are_tool_input_invalid_with_the_path(h: RouterHarness) -> None:

@@ -291,6 +291,9 @@ def apply_lifecycle(conn: sqlite3.Connection, op: Op, now: str) -> LifecycleResu
     ):
         refusal = ErrorCode.LIFECYCLE_DENIED  # no such conversation: nothing to attach to
         outcome = Outcome(before, refusal=refusal)
+    elif op.action is Action.OPEN and _disabled(conn, op.app_scope):
+        refusal = ErrorCode.APP_DISABLED
+        outcome = Outcome(before, refusal=refusal)
     else:
         outcome = _run(before, op, when)
         refusal = outcome.refusal
@@ -360,6 +363,13 @@ def _carry_out(
         audit(conn, now, "runtime", "app.instance", effect.instance_id, "dropped")
     else:  # pragma: no cover - every effect is handled above
         raise TypeError(f"unknown effect {effect!r}")
+
+
+def _disabled(conn: sqlite3.Connection, app_scope: str) -> bool:
+    """Whether ``app_scope`` belongs to a registered app that is disabled (a scope no
+    app registered is the kernel's own business: tests and the Runtime's own apps)."""
+    row = conn.execute("SELECT enabled FROM apps WHERE app_scope = ?", (app_scope,)).fetchone()
+    return row is not None and not row[0]
 
 
 def _agent_of(conn: sqlite3.Connection, conversation_id: str) -> str | None:

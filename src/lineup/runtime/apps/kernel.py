@@ -205,6 +205,29 @@ class AppKernel:
         if result.effects:
             self._emit(AppsChanged(self._value, result.effects))
 
+    def close_scope(
+        self, conn: sqlite3.Connection, app_scope: str, now: str, *, reason: str = "app_disabled"
+    ) -> list[tuple[int, LifecycleResult]]:
+        """Inside someone else's writer transaction: close every live instance of
+        ``app_scope`` at once (the accepted close order, then ``closed`` with
+        ``reason``). Hand the results to ``settle`` after the commit."""
+        done = []
+        for record in instance_store.load(conn).live():
+            if record.app_scope != app_scope:
+                continue
+            done.append(self._txn(conn, Op(Action.REQUEST_CLOSE, record.instance_id), now))
+            closed = Op(Action.CLOSED, record.instance_id, reason=reason)
+            done.append(self._txn(conn, closed, now))
+        return done
+
+    def settle(self, results: list[tuple[int, LifecycleResult]]) -> None:
+        """After the commit of ``txn``/``close_scope`` results: adopt each and send
+        the envelopes they queued."""
+        for order, result in results:
+            self.adopt(order, result)
+            for item in result.outbox:
+                self._send(item)
+
     # --- tool calls ---------------------------------------------------------------------------
 
     async def tool_calls_due(self) -> list[CallOutcome]:

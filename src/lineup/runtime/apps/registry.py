@@ -62,6 +62,8 @@ from .schemas import CompiledTool, compile_tool
 
 if TYPE_CHECKING:
     from ..store import RuntimeStore
+    from .instance_store import LifecycleResult
+    from .kernel import AppKernel
 
 __all__ = [
     "INITIAL_REVISION",
@@ -492,8 +494,10 @@ class AppRegistry:
         clock: Callable[[], datetime] | None = None,
         on_change: Callable[[ClientInventory], Awaitable[None]] = _ignore,
         initial: ClientInventory | None = None,
+        kernel: AppKernel | None = None,
     ) -> None:
         self._store = store
+        self._kernel = kernel
         self._clock = clock or (lambda: datetime.now(UTC))
         self._on_change = on_change
         self.inventory: ClientInventory = initial or ix.inventory(revision=INITIAL_REVISION)
@@ -526,9 +530,14 @@ class AppRegistry:
         return await self._set(app_id, False)
 
     async def _set(self, app_id: str, enabled: bool) -> AppEntry:
-        entry, inventory, changed = await self._store.db.write(
-            _set_txn, app_id, enabled, self._now()
+        """Enabling or disabling is one transaction. Disabling also closes every live
+        instance of the app in it (tools ``cancelled(app_closed)``, surfaces closed,
+        sub-sessions ended ``app_disabled``): a disabled app runs nowhere."""
+        entry, inventory, changed, closes = await self._store.db.write(
+            _set_txn, app_id, enabled, self._now(), self._kernel
         )
+        if self._kernel is not None:
+            self._kernel.settle(closes)
         await self._changed(inventory, changed)
         return entry
 
@@ -579,11 +588,12 @@ def _install_txn(
 
 
 def _set_txn(
-    conn: sqlite3.Connection, app_id: str, enabled: bool, now: str
-) -> tuple[AppEntry, ClientInventory, bool]:
+    conn: sqlite3.Connection, app_id: str, enabled: bool, now: str, kernel: AppKernel | None
+) -> tuple[AppEntry, ClientInventory, bool, list[tuple[int, LifecycleResult]]]:
     entry = set_enabled(conn, app_id, enabled, now)
+    closes = [] if enabled or kernel is None else kernel.close_scope(conn, entry.app_scope, now)
     inventory, changed = refresh_inventory(conn, now)
-    return entry, inventory, changed
+    return entry, inventory, changed, closes
 
 
 def _grant_txn(

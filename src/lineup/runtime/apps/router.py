@@ -3,8 +3,9 @@
 ``route`` runs inside the apply transaction that stores the call's timeline row.
 It checks, in order: the sender (the conversation's agent, ``sender_mismatch``), the
 inventory revision (``inventory_revision_mismatch``), that the current inventory
-advertises the tool (``tool_not_advertised``: ``registry.advertised_tool``, i.e. an
-enabled app declares it and the policy grants every one of its permissions), the
+advertises the tool (``registry.advertised_tool``: an enabled app declares it,
+else ``tool_not_advertised`` / ``app_disabled``; the policy grants every one of its
+permissions, else ``capability_denied``), the
 arguments against the compiled input schema
 (``tool_input_invalid``, with the path), and that the envelope's ``target`` and the
 ``app_session_context`` name the tool's own scope and agree on the instance
@@ -15,11 +16,11 @@ it picks or opens the instance (by ``handling``) and only then stores the call.
 Revoked things get a deterministic result, never a fallback. Disabling an app or
 revoking a capability changes the advertised content, so it always bumps the
 revision: a call citing the revision it was advertised under is
-``inventory_revision_mismatch``; a call citing the current revision for a tool of a
-disabled app, or whose permissions are no longer all granted, is
-``tool_not_advertised`` (the current inventory never listed it). ``app_disabled``
-is therefore never the answer to a ``tool.call`` (no revision advertised a disabled
-app's tool).
+``inventory_revision_mismatch``. A call citing the current revision for a tool of a
+disabled app is ``app_disabled``, and one of an enabled app whose permissions are not
+all granted is ``capability_denied``: the agent learns why (neither was advertised).
+A tool no app declares is ``tool_not_advertised``. Disabling an app also closes its live
+instances (``AppRegistry.disable``), so no call finds one.
 
 - ``launch``: opens a new instance of the app in this conversation (in front when
   ``target.requires_foreground``) and binds the call to it: ``waiting_for_app``
@@ -204,7 +205,12 @@ def route(
             )
         found = registry.advertised_tool(conn, p.tool)
         if found is None:
-            raise _Refused(ErrorCode.TOOL_NOT_ADVERTISED, f"{current} does not advertise this tool")
+            declared = registry.find_tool(conn, p.tool)
+            if declared is None:
+                raise _Refused(ErrorCode.TOOL_NOT_ADVERTISED, f"{current} does not list this tool")
+            if not declared.entry.enabled:
+                raise _Refused(ErrorCode.APP_DISABLED, "the tool's app is disabled")
+            raise _Refused(ErrorCode.CAPABILITY_DENIED, "a permission it needs is not granted")
         problem = found.compiled.validate_input(p.arguments)
         if problem is not None:
             raise _Refused(ErrorCode.TOOL_INPUT_INVALID, problem.describe())
