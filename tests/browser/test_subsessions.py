@@ -137,3 +137,47 @@ async def test_a_sub_session_is_one_group_answered_inside_and_kept_after_close(
             "data-interaction-state", "answered"
         )
     page_watch.assert_clean()
+
+
+async def test_continue_opens_new_work_beside_the_closed_group_at_375px(
+    page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
+) -> None:
+    await page.set_viewport_size({"width": 375, "height": 740})
+    await log_in(page, client)
+    old_instance, old_sid = await open_started(client, NOTES)
+    context = {"app_session_context": {"app_session_id": old_sid}}
+    await tool_call(client, CHOICE, choice("Keep the draft?"), "k1", **context)
+    old = page.locator(f'.items > .item.app-session[data-app-session-id="{old_sid}"]')
+    await expect(old.locator(".group-waiting")).to_be_visible()
+    await expect(old.locator(".group-continue")).to_be_hidden()  # running: nothing to continue
+    await page.get_by_role("button", name="Close notes").click()
+    await expect(old).to_have_attribute("data-session-state", "closed")
+
+    continue_button = old.get_by_role("button", name="Continue this notes work")
+    await expect(continue_button).to_be_visible()
+    box = await continue_button.bounding_box()
+    assert box is not None and box["x"] + box["width"] <= 375 and box["height"] >= 36
+    await screenshot("closed-group-continue-375")
+    await continue_button.click()
+
+    groups = page.locator(".items > .item.app-session")
+    await expect(groups).to_have_count(2)
+    new = groups.last
+    await expect(new.locator(".group-state")).to_have_text("running")
+    await expect(new.locator(".group-continues")).to_have_text("Continues earlier work")
+    await expect(new.locator(".group-count")).to_have_text("0 interactions")
+    await expect(new.locator(".group-continue")).to_be_hidden()
+    new_sid = await new.get_attribute("data-app-session-id")
+    assert new_sid not in (None, old_sid)
+    # The old question stays in the old, closed group: not revived in the new one.
+    await expect(old.locator(".group-count")).to_have_text("1 interaction")
+    await expect(old.locator(".group-waiting")).to_be_visible()
+    front = page.locator("#dock .dock-item.focused")
+    await expect(front).to_have_count(1)
+    assert await front.get_attribute("data-instance-id") != old_instance
+    width = await page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 375, width  # nothing sideways at phone width
+    await page.get_by_role("button", name="Back to chat (send notes to background)").click()
+    await new.scroll_into_view_if_needed()
+    await screenshot("continued-group-375")
+    page_watch.assert_clean()

@@ -188,3 +188,93 @@ async def test_groups_follow_answers_and_closes_in_every_tab(client: Client) -> 
             assert not {first, second} & frames.loose_interaction_ids()
     result = await tool_result(client, "q2")
     assert (result["status"], result["result"]) == ("completed", {"selected": ["b"]})
+
+
+async def agent_envelopes(client: Client, kind: str, within: float = 20) -> list[dict[str, Any]]:
+    """The payloads of ``kind`` the agent can read, once there is at least one."""
+    agent = client.pair.agent
+    conversation = await chat_id(client)
+    async with asyncio.timeout(within):
+        while True:
+            stored = await agent.read_all(conversation)
+            found = [
+                s["envelope"]["payload"]
+                for s in stored
+                if s["envelope"]["type"] == f"lineup.v1.{kind}"
+            ]
+            if found:
+                return found
+            await agent.read(conversation, stored[-1]["seq"] if stored else 0, wait=5)
+
+
+async def test_continue_opens_a_new_instance_and_sub_session_without_old_questions(
+    client: Client,
+) -> None:
+    old_instance, old_sid = await open_started(client)
+    async with tab(client) as ws:
+        await hello(ws)
+        frames = Frames(ws)
+        await tool_call(
+            client, CHOICE, choice("Old?"), "old1", app_session_context={"app_session_id": old_sid}
+        )
+        await frames.group(old_sid, lambda g: g["pending"] == 1)
+        close = {"op": "app", "action": "close", "instance_id": old_instance}
+        assert (await frames.send(close, "app_receipt"))["outcome"] == "accepted"
+        await frames.group(old_sid, lambda g: g["state"] == "closed")
+
+        again = {"op": "app", "action": "continue", "instance_id": old_instance}
+        receipt = await frames.send(again, "app_receipt")
+        assert (receipt["outcome"], receipt["action"]) == ("accepted", "continue")
+        new = await frames.until(
+            lambda f: (
+                f["op"] == "app_sessions"
+                and any(g.get("continues") == old_sid for g in f["sessions"])
+            )
+        )
+        [group] = [g for g in new["sessions"] if g.get("continues") == old_sid]
+        assert group["app_session_id"] != old_sid
+        assert group["instance_id"] != old_instance
+        assert (group["state"], group["count"], group["items"]) == ("open", 0, [])
+
+        snapshot = await hello(ws)
+    groups = {g["app_session_id"]: g for g in snapshot["app_sessions"]}
+    old = groups[old_sid]
+    assert (old["state"], old["count"], old["pending"]) == ("closed", 1, 1)  # not revived
+    assert groups[group["app_session_id"]]["continues"] == old_sid
+    assert snapshot["apps"]["focus"] == group["instance_id"]
+
+    opened = await agent_envelopes(client, "app_session.opened")
+    continued = [o for o in opened if o.get("continues_app_session_id") == old_sid]
+    assert [o["app_session_id"] for o in continued] == [group["app_session_id"]]
+    assert continued[0]["instance_id"] == group["instance_id"]
+
+    # A question that names the old sub-session still goes to the old group.
+    await tool_call(
+        client, CHOICE, choice("Late?"), "old2", app_session_context={"app_session_id": old_sid}
+    )
+    async with tab(client) as ws:
+        snapshot = await hello(ws)
+    groups = {g["app_session_id"]: g for g in snapshot["app_sessions"]}
+    assert (groups[old_sid]["count"], groups[group["app_session_id"]]["count"]) == (2, 0)
+
+
+async def test_continue_on_live_work_brings_it_forward_and_unknown_work_is_refused(
+    client: Client,
+) -> None:
+    first, _ = await open_started(client)
+    second, _ = await open_started(client)
+    async with tab(client) as ws:
+        snapshot = await hello(ws)
+        assert snapshot["apps"]["focus"] == second
+        frames = Frames(ws)
+        receipt = await frames.send(
+            {"op": "app", "action": "continue", "instance_id": first}, "app_receipt"
+        )
+        assert receipt["outcome"] == "accepted"
+        snapshot = await hello(ws)
+        assert snapshot["apps"]["focus"] == first
+        assert len(snapshot["app_sessions"]) == 2  # no new instance, no new group
+        receipt = await frames.send(
+            {"op": "app", "action": "continue", "instance_id": "testapp.nothing"}, "app_receipt"
+        )
+        assert receipt["outcome"] == "app_instance_not_found"

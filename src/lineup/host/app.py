@@ -357,6 +357,8 @@ class WebHost:
             receipt = await apps.request_foreground(frame.instance_id, actor="user")
         elif frame.action == "background":
             receipt = await apps.request_background(frame.instance_id, actor="user")
+        elif frame.action == "continue":
+            receipt = await apps.continue_work(frame.instance_id, actor="user")
         else:
             receipt = await apps.request_close(frame.instance_id, actor="user")
             if receipt.accepted:

@@ -66,10 +66,11 @@ class Draft(_In, frozen=True, tag="draft"):
 
 class AppRequest(_In, frozen=True, tag="app"):
     """The person asks the Runtime to bring an app instance to the front, send it to
-    the background or close it. The Runtime decides (``runtime.apps``) and answers
-    with an ``AppReceipt``."""
+    the background, close it, or continue its ended work in a new instance
+    (``continue``). The Runtime decides (``runtime.apps``) and answers with an
+    ``AppReceipt``."""
 
-    action: Literal["foreground", "background", "close"]
+    action: Literal["foreground", "background", "close", "continue"]
     instance_id: Id
 
 
@@ -144,6 +145,8 @@ class AppSessionView(msgspec.Struct, frozen=True, kw_only=True):
     """How many of them still wait for an answer."""
     items: list[ItemView]
     """Its interaction rows, oldest first: never shown as loose cards."""
+    continues: str | None = None
+    """The earlier sub-session this one continues."""
 
 
 class Snapshot(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="snapshot"):

@@ -183,4 +183,5 @@ def group_view(group: AppSessionGroup) -> AppSessionView:
         count=group.count,
         pending=group.pending,
         items=[view for view in items if view is not None],
+        continues=group.continues,
     )

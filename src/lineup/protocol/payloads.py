@@ -175,6 +175,9 @@ class AppSessionOpened(Payload, frozen=True):
     app_session_id: Id
     app_scope: AppScope
     instance_id: InstanceId
+    continues_app_session_id: Id | None = None
+    """The earlier sub-session this one continues ("continue" on old work): context
+    to load, never a session to append to or whose questions come back."""
 
 
 class AppSessionClosed(Payload, frozen=True):

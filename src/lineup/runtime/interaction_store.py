@@ -422,11 +422,12 @@ def open_app_session(
     app_scope: str,
     instance_id: str,
     now: str,
+    continues: str | None = None,
 ) -> None:
     conn.execute(
         "INSERT INTO app_sessions (id, conversation_id, agent_id, app_scope, instance_id, state,"
-        " opened_at) VALUES (?, ?, ?, ?, ?, 'open', ?)",
-        (app_session_id, conversation_id, agent_id, app_scope, instance_id, now),
+        " opened_at, continues) VALUES (?, ?, ?, ?, ?, 'open', ?, ?)",
+        (app_session_id, conversation_id, agent_id, app_scope, instance_id, now, continues),
     )
 
 

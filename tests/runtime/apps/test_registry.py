@@ -231,6 +231,8 @@ async def test_disabling_an_app_closes_its_live_instances(tmp_path: Path) -> Non
     with pytest.raises(AppLifecycleRefused) as refused:
         await runtime.apps.open_instance("test-app", conversation_id="conv-a")
     assert refused.value.code == ErrorCode.APP_DISABLED
+    continued = await runtime.apps.continue_work(first.instance_id)
+    assert (continued.accepted, continued.code) == (False, ErrorCode.APP_DISABLED)
 
     await runtime.registry.enable(APP_ID)  # enabled again: it opens, as a new instance
     again = await runtime.apps.open_instance("test-app", conversation_id="conv-a")

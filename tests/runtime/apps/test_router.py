@@ -501,3 +501,26 @@ async def test_a_launch_call_completed_by_the_app_reaches_the_agent_once(
     ]
     assert inventories[-1] == "inv-2"
     await runtime.close()
+
+
+async def test_a_launch_naming_a_closed_sub_session_continues_it(h: RouterHarness) -> None:
+    await h.install()
+    old = await launched(h, "c1")
+    old_sid = await h.k.app_session_id(old)
+    assert old_sid is not None
+    assert (await h.k.request_close(old)).accepted
+    assert (await h.k.closed(old)).accepted
+
+    await h.call("c2", "test-app.open", app_session_id=old_sid)
+    call = await h.stored_call("c2")
+    assert call is not None
+    assert call.instance_id not in (None, old)
+    record = h.k.record(call.instance_id or "")
+    assert record is not None
+    assert record.parent_instance_id == old
+    opened = [q.payload for q in queued(h.path) if q.type == "lineup.v1.app_session.opened"]
+    assert [o.get("continues_app_session_id") for o in opened] == [None, old_sid]
+    assert opened[1]["app_session_id"] != old_sid
+    # A direct call naming the closed sub-session finds no live instance: no revival.
+    await h.call("c3", "test-app.echo", {"text": "hi"}, app_session_id=old_sid)
+    assert rejected_code(h, "c3") == ErrorCode.APP_INSTANCE_NOT_FOUND

@@ -28,7 +28,7 @@ import {
   tick,
   trackInteraction,
 } from "./cards.js";
-import { initDock, onAppReceipt, onApps } from "./dock.js";
+import { initDock, onAppReceipt, onApps, request as requestApp } from "./dock.js";
 
 const rendered = new Map(); // key -> { item, li }: the element shown for each row
 const nested = new Map(); // key -> { item, li }: interaction rows shown inside a group
@@ -143,7 +143,14 @@ function renderGroup(group, li) {
   );
   const list = el("ol", "group-items");
   details.append(summary, list);
-  li.append(details);
+  // Ended work can be continued: a new instance and a new group that names this one;
+  // this group stays closed and its questions stay here.
+  const foot = el("div", "group-foot");
+  const more = el("button", "group-continue", "Continue");
+  more.type = "button";
+  more.addEventListener("click", () => requestApp("continue", group.data.instance_id));
+  foot.append(el("span", "group-continues", "Continues earlier work"), more);
+  li.append(details, foot);
   updateGroup(group, li);
 }
 
@@ -162,6 +169,11 @@ function updateGroup(group, li) {
   li.querySelector(".group-count").textContent =
     count === 1 ? "1 interaction" : `${count} interactions`;
   li.querySelector(".group-waiting").hidden = !waiting;
+  const closed = data.state === "closed";
+  li.querySelector(".group-continue").hidden = !closed;
+  li.querySelector(".group-continue").setAttribute("aria-label", `Continue this ${data.app_scope} work`);
+  li.querySelector(".group-continues").hidden = !data.continues;
+  li.querySelector(".group-foot").hidden = !closed && !data.continues;
   const list = li.querySelector(".group-items");
   const nodes = items.map((item) => {
     const cached = nested.get(item.key);

@@ -1,7 +1,7 @@
 // LineUp shell: the app dock and the app area. The Runtime alone decides which MiniApp
 // instances run and which one holds focus; this module shows what it sends (the
 // snapshot's `apps`, then an `apps` frame on every change) and sends back only requests:
-// {op: "app", action: "foreground" | "background" | "close", instance_id}. Each is
+// {op: "app", action: "foreground" | "background" | "close" | "continue", instance_id}. Each is
 // answered with an `app_receipt`; a refusal is said in the dock, never guessed at here.
 // Everything is built with textContent: app scopes and ids are data.
 
@@ -17,6 +17,7 @@ const STATE_TEXT = {
 
 const REFUSAL_TEXT = {
   app_instance_not_found: "That app is no longer running.",
+  app_disabled: "That app is disabled.",
   lifecycle_denied: "The app cannot do that right now.",
 };
 
@@ -39,7 +40,8 @@ function nameOf(record) {
   return record.app_scope;
 }
 
-function request(action, instanceId) {
+// Also used by the IM's sub-session groups ("Continue" on ended work).
+export function request(action, instanceId) {
   if (!dock.send({ op: "app", action, instance_id: instanceId })) {
     note("Not connected: try again in a moment.");
   }

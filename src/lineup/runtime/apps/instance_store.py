@@ -387,6 +387,7 @@ def _open_app_session(
     agent_id = _agent_of(conn, record.conversation_id)
     assert agent_id is not None  # checked before the operation ran
     app_session_id = f"as_{uuid.uuid4().hex}"
+    continues = _continued_session(conn, record)
     interaction_store.open_app_session(
         conn,
         app_session_id,
@@ -395,6 +396,7 @@ def _open_app_session(
         record.app_scope,
         record.instance_id,
         now,
+        continues,
     )
     conn.execute(
         "UPDATE app_instances SET app_session_id = ? WHERE instance_id = ?",
@@ -411,9 +413,23 @@ def _open_app_session(
             app_session_id=app_session_id,
             app_scope=record.app_scope,
             instance_id=record.instance_id,
+            continues_app_session_id=continues,
         ),
         now,
     )
+
+
+def _continued_session(conn: sqlite3.Connection, record: MiniAppInstanceRecord) -> str | None:
+    """The sub-session a new instance continues: its parent's, when the parent is
+    of the same app and conversation (it is referenced, never reopened)."""
+    if record.parent_instance_id is None:
+        return None
+    row = conn.execute(
+        "SELECT id FROM app_sessions WHERE instance_id = ? AND conversation_id = ?"
+        " AND app_scope = ?",
+        (record.parent_instance_id, record.conversation_id, record.app_scope),
+    ).fetchone()
+    return None if row is None else str(row[0])
 
 
 def _end_app_session(

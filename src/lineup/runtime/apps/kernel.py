@@ -140,6 +140,57 @@ class AppKernel:
             raise AppLifecycleRefused(result.refusal)
         return result.value.records[instance_id]
 
+    async def continue_work(self, instance_id: str, *, actor: str = "user") -> Receipt:
+        """ "Continue" on the work of ``instance_id`` (spec 002 §7.3): when it is still
+        live, it comes to the front; when it ended, a new instance of the same app
+        opens in front, in the same conversation, with a new sub-session that names
+        the old one (``continues_app_session_id``). The old sub-session stays closed
+        history and its questions are not copied or revived. The receipt's
+        ``record`` is the instance that now holds the work; refused with
+        ``app_instance_not_found`` (no such work), ``app_disabled`` or
+        ``lifecycle_denied``."""
+        order, result = await self._store.db.write(
+            self._continue_txn, instance_id, actor, self._now()
+        )
+        if order > self._seen:
+            self._seen = order
+            self._value = result.value
+        self._after(result.effects, result.outbox)
+        record = None
+        if result.refusal is None:
+            record = result.value.records.get(result.op.instance_id)
+        return Receipt(
+            instance_id,
+            result.accepted,
+            None if result.refusal is None else str(result.refusal),
+            record,
+        )
+
+    def _continue_txn(
+        self, conn: sqlite3.Connection, instance_id: str, actor: str, now: str
+    ) -> tuple[int, LifecycleResult]:
+        value = instance_store.load(conn)
+        record = value.records.get(instance_id)
+        if record is not None and record in value.live():
+            return self._txn(conn, Op(Action.REQUEST_FOREGROUND, instance_id, actor=actor), now)
+        row = conn.execute(
+            "SELECT app_scope, conversation_id FROM app_sessions WHERE instance_id = ?",
+            (instance_id,),
+        ).fetchone()
+        if row is None:  # no sub-session: an instance of no conversation, or nothing
+            return self._txn(conn, Op(Action.REQUEST_FOREGROUND, instance_id, actor=actor), now)
+        opened = Op(
+            Action.OPEN,
+            f"{row[0]}.{uuid.uuid4().hex[:16]}",
+            app_scope=row[0],
+            conversation_id=row[1],
+            parent_instance_id=instance_id,
+            foreground=True,
+            actor=actor,
+            max_live=self._max_live,
+        )
+        return self._txn(conn, opened, now)
+
     async def started(self, instance_id: str) -> Receipt:
         """The app reports it finished starting."""
         return await self._request(Op(Action.STARTED, instance_id, actor="app"))

@@ -55,13 +55,15 @@ class AppSessionGroup:
     """Of those, still waiting for an answer."""
     interactions: tuple[TimelineItem, ...]
     """The ``tool.call`` rows of the newest ``MAX_GROUP_ITEMS``, oldest first."""
+    continues: str | None = None
+    """The earlier sub-session this one continues ("continue" on old work)."""
 
 
-_COLUMNS = "id, conversation_id, app_scope, instance_id, state, opened_at, closed_at"
+_COLUMNS = "id, conversation_id, app_scope, instance_id, state, opened_at, closed_at, continues"
 
 
 def _group(
-    conn: sqlite3.Connection, row: tuple[str, str, str, str, str, str, str | None]
+    conn: sqlite3.Connection, row: tuple[str, str, str, str, str, str, str | None, str | None]
 ) -> AppSessionGroup:
     app_session_id, conversation_id = row[0], row[1]
     anchor = conn.execute(
@@ -91,6 +93,7 @@ def _group(
         count=int(count),
         pending=int(pending),
         interactions=tuple(timeline_item(r) for r in reversed(rows)),
+        continues=row[7],
     )
 
 
