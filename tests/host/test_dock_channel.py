@@ -103,10 +103,13 @@ async def test_requests_are_decided_by_the_runtime_and_reach_every_tab(client: C
             assert states == {first: "foreground", second: "background"}
         assert client.runtime.apps.instances().focus == first
 
-        # Backgrounding the holder: the kernel hands focus to the other instance.
+        # Backgrounding the holder: back to the chat, nobody else comes forward.
         assert (await request(two, "background", first))["outcome"] == "accepted"
-        assert (await next_frame(one, "apps"))["focus"] == second
-        assert client.runtime.apps.instances().focus == second
+        frame = await next_frame(one, "apps")
+        assert frame["focus"] is None
+        states = {r["instance_id"]: r["state"] for r in frame["records"]}
+        assert states == {first: "background", second: "background"}
+        assert client.runtime.apps.instances().focus is None
 
 
 async def test_closing_the_focused_instance_restores_focus_to_the_previous_one(

@@ -257,15 +257,16 @@ def test_foreground_moves_to_the_top_and_is_idempotent() -> None:
     assert again == Outcome(out.value, ())
 
 
-def test_background_of_the_focus_sends_it_to_the_bottom_and_hands_focus_down() -> None:
+def test_background_of_the_focus_sends_it_to_the_bottom_and_focus_to_the_chat() -> None:
     value = _open(_open(_open(Instances(), "a"), "b"), "c")
     out = value.request_background("c")
     assert out.effects == (
         InstanceStateChanged("c", State.FOREGROUND, State.BACKGROUND),
-        InstanceStateChanged("b", State.BACKGROUND, State.FOREGROUND),
-        FocusChanged("c", "b"),
+        FocusChanged("c", None),
     )
     assert out.value.stack == ("c", "a", "b")
+    assert out.value.focus is None
+    assert out.value.foreground is None
     # A background request for something already out of focus changes nothing.
     assert out.value.request_background("a") == Outcome(out.value, ())
 
@@ -313,18 +314,13 @@ def test_starting_instances_take_and_give_up_focus_without_changing_state() -> N
     value = _open(Instances(), "a")
     value = _open(value, "b", start=False)
     out = value.request_background("b")
-    assert out.effects == (
-        InstanceStateChanged("a", State.BACKGROUND, State.FOREGROUND),
-        FocusChanged("b", "a"),
-    )
+    assert out.effects == (FocusChanged("b", None),)  # still starting; "a" stays behind
     assert out.value.stack == ("b", "a")
     back = out.value.request_foreground("b")
-    assert back.effects == (
-        InstanceStateChanged("a", State.FOREGROUND, State.BACKGROUND),
-        FocusChanged("a", "b"),
-    )
+    assert back.effects == (FocusChanged(None, "b"),)
     assert back.value.started("b").value.foreground == "b"
-    assert out.value.started("b").value.foreground == "a"
+    started = out.value.started("b").value
+    assert (started.foreground, started.records["b"].state) == (None, State.BACKGROUND)
 
 
 def test_suspend_and_resume() -> None:

@@ -206,10 +206,11 @@ class LifecycleMachine(RuleBasedStateMachine):
         if m.state[iid] == "foreground":
             m.state[iid] = "background"
             effects.append(InstanceStateChanged(iid, State.FOREGROUND, State.BACKGROUND))
-        if m.focus == iid:
+        if m.focus == iid:  # back to the chat: nobody else is brought forward
             m.stack.remove(iid)
             m.stack.insert(0, iid)
-            effects += m.hand_focus_on(iid)
+            m.focus = None
+            effects.append(FocusChanged(iid, None))
         self.accept(out, effects)
 
     def _close_start(self, iid: str) -> list[object]:

@@ -16,10 +16,11 @@ The rules:
   ``stopping`` (its close is under way; focus moves on when the stop finishes). No
   other instance is ``foreground``.
 - Foregrounding moves an instance to the top and sends the old holder to the
-  background. Backgrounding the holder sends it to the bottom of the stack; an
+  background. Backgrounding the holder sends it to the bottom of the stack and
+  focus to nobody (the chat): whoever asked wanted the chat, not another app. An
   instance opened in the background starts at the bottom.
-- When the holder leaves (background, suspend, close, failure, or a restart that
-  caught it starting or stopping), focus returns to the highest ``background``
+- When the holder is taken away instead (suspend, close, failure, or a restart
+  that caught it starting or stopping), focus returns to the highest ``background``
   instance in the stack, which comes to the front; with none, nothing holds focus.
   Suspended, starting and stopping instances are skipped: they are not ready.
 - An accepted close runs in the order of spec 002 §7.2: stop delivering new ordinary
@@ -240,9 +241,12 @@ class Instances:
         tx = _Tx(self)
         tx.move(instance_id, Event.REQUEST_BACKGROUND)
         if self.focus == instance_id:
+            # The person (or agent) asked for the chat, not for another app: focus
+            # goes to nobody. Only a close or a failure hands it down the stack.
             tx.stack.remove(instance_id)
             tx.stack.insert(0, instance_id)
-            tx.restore_focus(instance_id)
+            tx.focus = None
+            tx.effects.append(FocusChanged(instance_id, None))
         return tx.done()
 
     def request_close(self, instance_id: str) -> Outcome:
