@@ -524,3 +524,30 @@ async def test_a_launch_naming_a_closed_sub_session_continues_it(h: RouterHarnes
     # A direct call naming the closed sub-session finds no live instance: no revival.
     await h.call("c3", "test-app.echo", {"text": "hi"}, app_session_id=old_sid)
     assert rejected_code(h, "c3") == ErrorCode.APP_INSTANCE_NOT_FOUND
+
+
+async def test_an_app_can_neither_answer_fail_nor_cancel_an_interaction(h: RouterHarness) -> None:
+    from lineup.runtime import interaction_store
+
+    await h.install()
+    instance_id = await launched(h)
+    sid = await h.k.app_session_id(instance_id)
+    assert sid is not None
+    question = {"prompt": "Ship it?", "options": [{"id": "y", "label": "Yes"}]}
+    # (the harness classifies with the Runtime's default inventory: inv-1)
+    await h.call("q1", "interact.choice", question, app_session_id=sid, revision="inv-1")
+    asked = await h.db.db.read(interaction_store.by_call, C1.id, "q1")
+    assert asked is not None and asked.state == "pending"
+    assert asked.app_session_id == sid
+
+    # The app in front of that very sub-session tries every request it has.
+    attempts = [
+        await h.r.app_complete(instance_id, "q1", {"selected": ["y"]}),
+        await h.r.app_fail(instance_id, "q1", "nope"),
+        await h.r.app_cancel(instance_id, "q1"),
+        await h.r.app_progress(instance_id, "q1", current=1),
+    ]
+    assert {(r.accepted, r.code) for r in attempts} == {(False, "call_not_found")}
+    after = await h.db.db.read(interaction_store.by_call, C1.id, "q1")
+    assert after == asked  # untouched
+    assert h.results_for("q1") == []  # nothing went to the agent

@@ -7,7 +7,8 @@
 // This is the entry module: the state, the host channel, the timeline and the
 // composer. dom.js holds the DOM helpers and the Trusted Types policy; cards.js the
 // interaction cards, which get what they need from here through initCards; dock.js
-// the app dock and the app area (MiniApp instances and focus, as the Runtime decides).
+// the app dock and the app area (MiniApp instances and focus, as the Runtime decides);
+// overlay.js the questions shown over the app in front.
 //
 // App sub-sessions: each one is a single collapsible group row, placed where it opened
 // (the Runtime gives it the key and seq of its hidden `app_session.opened` row). It
@@ -28,7 +29,15 @@ import {
   tick,
   trackInteraction,
 } from "./cards.js";
-import { initDock, onAppReceipt, onApps, request as requestApp } from "./dock.js";
+import { focusedRecord, initDock, onAppReceipt, onApps, request as requestApp } from "./dock.js";
+import {
+  initOverlay,
+  overlayRow,
+  overlayShows,
+  refreshOverlay,
+  rerenderInOverlay,
+  standIn,
+} from "./overlay.js";
 
 const rendered = new Map(); // key -> { item, li }: the element shown for each row
 const nested = new Map(); // key -> { item, li }: interaction rows shown inside a group
@@ -48,9 +57,20 @@ initCards({
   send,
   rerender,
   currentItem: (key) => state.items.get(key),
-  rowOf: (key) => rendered.get(key)?.li || nested.get(key)?.li,
+  rowOf: (key) => overlayRow(key) || rendered.get(key)?.li || nested.get(key)?.li,
 });
-initDock({ send });
+initDock({ send, onFocus: refreshOverlay });
+initOverlay({
+  renderItem,
+  swap,
+  focused: focusedRecord,
+  pendingFor,
+  refreshGroup: (sessionId) => {
+    const group = state.groups.get(sessionId);
+    const row = group && rendered.get(group.key);
+    if (row?.li.isConnected) updateGroup(row.item, row.li);
+  },
+});
 
 const CONNECTION_TEXT = {
   connecting: "Connecting…",
@@ -176,6 +196,7 @@ function updateGroup(group, li) {
   li.querySelector(".group-foot").hidden = !closed && !data.continues;
   const list = li.querySelector(".group-items");
   const nodes = items.map((item) => {
+    if (overlayShows(item.key)) return standIn(item); // the card is over the app
     const cached = nested.get(item.key);
     if (cached && cached.item === item && cached.li.parentElement === list) return cached.li;
     const row = renderItem(item);
@@ -185,6 +206,18 @@ function updateGroup(group, li) {
   });
   reconcile(list, nodes);
   if (!items.length) list.append(el("li", "group-empty", "No questions yet."));
+}
+
+// The pending cards of the open group of an instance (what its overlay shows).
+function pendingFor(instanceId) {
+  for (const group of state.groups.values()) {
+    if (group.data.instance_id !== instanceId || group.data.state !== "open") continue;
+    const items = groupItems(group).filter(
+      (item) => item.kind === "interaction" && item.data.state === "pending",
+    );
+    return { sessionId: group.data.app_session_id, items };
+  }
+  return null;
 }
 
 function groupOf(item) {
@@ -243,6 +276,8 @@ function swap(old, li) {
 }
 
 function rerender(key) {
+  const latest = state.items.get(key);
+  if (latest && rerenderInOverlay(key, latest)) return;
   const inner = nested.get(key);
   if (inner && inner.li.isConnected) {
     // A card inside a group: rebuild that card, then the group's header.
@@ -306,6 +341,7 @@ function redraw() {
   $("older").hidden = state.complete || !first || first.seq <= 1;
   if (atBottom) timeline.scrollTop = timeline.scrollHeight;
   acknowledgeShown();
+  refreshOverlay();
 }
 
 // The common frame changes one row that stays where it is (a reply appended at the

@@ -23,16 +23,23 @@ const REFUSAL_TEXT = {
 
 const dock = {
   send: () => false,
+  onFocus: () => {}, // told after every change of the instances or the focus
   apps: { records: [], stack: [], focus: null },
   pending: null, // the control keyboard focus returns to (see renderDock)
 };
 
-export function initDock({ send }) {
+export function initDock({ send, onFocus }) {
   dock.send = send;
+  if (onFocus) dock.onFocus = onFocus;
   $("app-area-back").addEventListener("click", () => {
     const focus = dock.apps.focus;
     if (focus) request("background", focus);
   });
+}
+
+// The instance holding focus (shown in the app area), or null.
+export function focusedRecord() {
+  return dock.apps.records.find((r) => r.instance_id === dock.apps.focus) || null;
 }
 
 // The name to show for an instance (the registry's display names come with issue 6).
@@ -155,6 +162,7 @@ export function onApps(apps) {
     const record = dock.apps.records.find((r) => r.instance_id === dock.apps.focus);
     announce(record ? `${nameOf(record)} is in front` : "Back to the chat");
   }
+  dock.onFocus();
 }
 
 export function onAppReceipt(frame) {
