@@ -6,40 +6,20 @@ or back in the app, and the agent gets exactly one result either way."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from playwright.async_api import Page, expect
 
 from tests.browser.conftest import Screenshot
+from tests.browser.test_subsessions import CHOICE, NOTES, choice, open_started
 from tests.support.browser import PageWatch
-from tests.support.browser_interactions import chat_id, log_in, tool_call, tool_result
+from tests.support.browser_interactions import log_in, tool_call, tool_result
 from tests.support.webhost import Client
-
-NOTES = "notes"
-CHOICE = "interact.choice"
-
-
-def choice(prompt: str) -> dict[str, Any]:
-    return {
-        "prompt": prompt,
-        "options": [{"id": "tea", "label": "Tea"}, {"id": "coffee", "label": "Coffee"}],
-    }
-
-
-async def open_started(client: Client) -> tuple[str, str]:
-    conversation = await chat_id(client)
-    record = await client.runtime.apps.open_instance(NOTES, conversation_id=conversation)
-    assert (await client.runtime.apps.started(record.instance_id)).accepted
-    app_session_id = await client.runtime.apps.app_session_id(record.instance_id)
-    assert app_session_id is not None
-    return record.instance_id, app_session_id
 
 
 async def test_a_question_shows_over_the_app_folds_away_and_is_answered_once(
     page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
 ) -> None:
     await log_in(page, client)
-    _, sid = await open_started(client)
+    _, sid = await open_started(client, NOTES)
     await expect(page.locator("#app-area")).to_be_visible()
     overlay = page.locator("#app-overlay")
     await expect(overlay).to_be_hidden()
@@ -112,7 +92,7 @@ async def test_the_stand_in_leads_to_the_card_and_a_reload_keeps_the_overlay(
 ) -> None:
     await page.set_viewport_size({"width": 375, "height": 740})
     await log_in(page, client)
-    _, sid = await open_started(client)
+    _, sid = await open_started(client, NOTES)
     context = {"app_session_context": {"app_session_id": sid}}
     await tool_call(client, CHOICE, choice("Keep this page?"), "s1", **context)
     overlay = page.locator("#app-overlay")
