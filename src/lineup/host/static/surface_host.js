@@ -1,0 +1,230 @@
+// LineUp shell: frames one MiniApp surface and is the only place its messages enter.
+//
+// The surface is untrusted code from the surface origin (lineup.host.surface), shown in
+//   <iframe sandbox="allow-scripts" referrerpolicy="no-referrer" allow="">
+// so it has an opaque origin ("null"): a message is identified by
+// event.source === frame.contentWindow, and state is posted to it with target "*".
+// Everything a frame sends is checked here before the shell acts on it: namespace,
+// instance and mount ids, type, the exact set of fields, the event name grammar, data
+// that is a plain JSON object under 16 KiB; a token bucket (100/s, burst 200) keeps a
+// postMessage flood from swamping the shell. Whatever fails is dropped and counted
+// (handle.rejected, handle.rejections) and reported with onReject(code).
+//
+// A frame can reload or navigate itself, and the new document passes the source check.
+// So the first "load" is the mounted document; a second one marks the mount untrusted
+// for good: its messages are dropped, post() sends nothing and onReload() tells the
+// shell to mount afresh. (The surface origin serves each document once, so a reloaded
+// frame holds an empty 410 page; the shell's CSP frame-src limits where else it can go.)
+//
+// Not set: credentialless. The frame's opaque origin already has no cookies or storage,
+// and its network partition is keyed by that opaque origin, so credentialless would add
+// nothing but a dependency on a secure-context-only feature.
+
+export const NAMESPACE = "lineup.surface.v1";
+export const MIN_HEIGHT = 40;
+export const MAX_HEIGHT = 4000;
+export const MAX_DATA_BYTES = 16 * 1024;
+export const MAX_DEPTH = 32;
+const EVENT_NAME = /^[A-Za-z][A-Za-z0-9._:-]{0,63}$/;
+const FIELDS = {
+  ready: ["namespace", "type", "instance_id", "mount_id"],
+  event: ["namespace", "type", "instance_id", "mount_id", "event", "data"],
+  resize: ["namespace", "type", "instance_id", "mount_id", "height"],
+};
+const encoder = new TextEncoder();
+
+function isPlainObject(value) {
+  return (
+    value !== null &&
+    typeof value === "object" &&
+    !Array.isArray(value) &&
+    Object.getPrototypeOf(value) === Object.prototype
+  );
+}
+
+function hasExactly(message, fields) {
+  const keys = Object.keys(message);
+  return keys.length === fields.length && fields.every((key) => Object.hasOwn(message, key));
+}
+
+// True if value is JSON as it is: null, booleans, finite numbers, strings, arrays and
+// plain objects, nested at most MAX_DEPTH deep. A structured clone can also carry
+// Dates, Maps, typed arrays, cycles, undefined and NaN; JSON.stringify would quietly
+// turn those into something else, so they are refused instead. The walk visits at most
+// MAX_DATA_BYTES values (each costs at least a byte once serialised), so shared
+// sub-objects cannot make it exponential.
+function isJson(root) {
+  let budget = MAX_DATA_BYTES;
+  const walk = (value, depth) => {
+    if (--budget < 0) return false;
+    if (value === null || typeof value === "string" || typeof value === "boolean") return true;
+    if (typeof value === "number") return Number.isFinite(value);
+    if (typeof value !== "object" || depth >= MAX_DEPTH) return false;
+    if (Array.isArray(value)) {
+      if (Object.getPrototypeOf(value) !== Array.prototype) return false;
+      for (let i = 0; i < value.length; i++) if (!walk(value[i], depth + 1)) return false;
+      return true;
+    }
+    if (!isPlainObject(value)) return false;
+    for (const key of Object.keys(value)) if (!walk(value[key], depth + 1)) return false;
+    return true;
+  };
+  return walk(root, 0);
+}
+
+// data if it is a plain JSON object under MAX_DATA_BYTES once serialised, else null.
+function jsonData(data) {
+  if (!isPlainObject(data) || !isJson(data)) return null;
+  return encoder.encode(JSON.stringify(data)).length < MAX_DATA_BYTES ? data : null;
+}
+
+// A token bucket on the page's monotonic clock.
+function tokenBucket(rate, burst, now) {
+  let tokens = burst;
+  let last = now();
+  return () => {
+    const t = now();
+    tokens = Math.min(burst, tokens + ((t - last) * rate) / 1000);
+    last = t;
+    if (tokens < 1) return false;
+    tokens -= 1;
+    return true;
+  };
+}
+
+const noop = () => {};
+
+/**
+ * Frame the surface at `url` inside `container` and relay its messages.
+ *
+ * callbacks: onEvent(name, data), onResize(height), onReady(), onReload(),
+ * onReject(code); all optional. options: {rate, burst, now} for the rate limit.
+ * Returns {frame, post(state), unmount(), trusted, ready, rejected, rejections}.
+ */
+export function mountSurface(container, { url, instanceId, mountId }, callbacks = {}, options = {}) {
+  for (const [name, value] of [["url", url], ["instanceId", instanceId], ["mountId", mountId]]) {
+    if (typeof value !== "string" || value === "") throw new TypeError(`mountSurface: ${name} is required`);
+  }
+  const {
+    onEvent = noop,
+    onResize = noop,
+    onReady = noop,
+    onReload = noop,
+    onReject = noop,
+  } = callbacks;
+  const allow = tokenBucket(
+    options.rate ?? 100,
+    options.burst ?? 200,
+    options.now ?? (() => performance.now()),
+  );
+  const counts = Object.create(null);
+  let rejected = 0;
+  let loads = 0;
+  let trusted = true;
+  let ready = false;
+  let mounted = true;
+  let pending = null;
+
+  const frame = document.createElement("iframe");
+  frame.setAttribute("sandbox", "allow-scripts");
+  frame.setAttribute("referrerpolicy", "no-referrer");
+  frame.setAttribute("allow", "");
+  frame.setAttribute("title", "MiniApp surface");
+  frame.className = "surface-frame";
+  frame.dataset.instanceId = instanceId;
+  frame.style.height = `${MIN_HEIGHT}px`;
+
+  function reject(code) {
+    rejected += 1;
+    counts[code] = (counts[code] || 0) + 1;
+    onReject(code);
+  }
+
+  function send(state) {
+    frame.contentWindow?.postMessage(
+      { namespace: NAMESPACE, type: "state", instance_id: instanceId, state },
+      "*",
+    );
+  }
+
+  function onMessage(event) {
+    if (event.source === null || event.source !== frame.contentWindow) return; // not ours
+    if (!trusted) return reject("untrusted");
+    if (!allow()) return reject("rate_limited");
+    const message = event.data;
+    if (!isPlainObject(message) || message.namespace !== NAMESPACE) return reject("namespace");
+    const fields = Object.hasOwn(FIELDS, message.type) ? FIELDS[message.type] : null;
+    if (fields === null) return reject("unknown_type");
+    if (!hasExactly(message, fields)) return reject("malformed");
+    if (message.instance_id !== instanceId) return reject("instance_mismatch");
+    if (message.mount_id !== mountId) return reject("mount_mismatch");
+    if (message.type === "ready") {
+      if (ready) return reject("duplicate_ready");
+      ready = true;
+      frame.dataset.ready = "true";
+      if (pending !== null) send(pending);
+      pending = null;
+      return onReady();
+    }
+    if (!ready) return reject("not_ready");
+    if (message.type === "resize") {
+      const height = message.height;
+      if (typeof height !== "number" || !Number.isFinite(height)) return reject("bad_height");
+      const clamped = Math.round(Math.min(MAX_HEIGHT, Math.max(MIN_HEIGHT, height)));
+      frame.style.height = `${clamped}px`;
+      return onResize(clamped);
+    }
+    if (typeof message.event !== "string" || !EVENT_NAME.test(message.event)) {
+      return reject("bad_event_name");
+    }
+    const data = jsonData(message.data);
+    if (data === null) return reject("bad_data");
+    return onEvent(message.event, data);
+  }
+
+  function onLoad() {
+    loads += 1;
+    if (loads > 1 && trusted) {
+      trusted = false;
+      frame.dataset.trusted = "false";
+      onReload();
+    }
+  }
+
+  window.addEventListener("message", onMessage);
+  frame.addEventListener("load", onLoad);
+  frame.src = url; // before insertion: the frame never shows (or loads) about:blank
+  container.append(frame);
+
+  return {
+    frame,
+    /** Post the surface's state; before "ready" the latest one waits. False once untrusted. */
+    post(state) {
+      if (!isPlainObject(state)) throw new TypeError("surface state must be a plain object");
+      if (!trusted || !mounted) return false;
+      if (ready) send(state);
+      else pending = state;
+      return true;
+    },
+    unmount() {
+      if (!mounted) return;
+      mounted = false;
+      trusted = false;
+      window.removeEventListener("message", onMessage);
+      frame.removeEventListener("load", onLoad);
+      frame.remove();
+    },
+    get trusted() {
+      return trusted && mounted;
+    },
+    get ready() {
+      return ready;
+    },
+    get rejected() {
+      return rejected;
+    },
+    get rejections() {
+      return Object.freeze({ ...counts });
+    },
+  };
+}
