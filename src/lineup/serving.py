@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import uvicorn
 
@@ -38,7 +38,12 @@ class EmbeddedServer(uvicorn.Server):
         yield
 
 
-async def wait_started(server: uvicorn.Server, task: asyncio.Task[None]) -> None:
+class Startable(Protocol):
+    @property
+    def started(self) -> bool: ...
+
+
+async def wait_started(server: Startable, task: asyncio.Task[None]) -> None:
     """Return once ``server`` listens; raise if it stopped instead."""
     while not server.started:
         if task.done():

@@ -37,8 +37,10 @@ async def expect_focus(page: Page, app_scope: str | None, names: list[str]) -> N
     await expect(focused.locator(".dock-front")).to_have_attribute("aria-current", "true")
     await expect(page.locator("#app-area")).to_be_visible()
     await expect(page.locator("#app-area-title")).to_have_text(app_scope)
+    # These test instances belong to no installed app: there is no surface to mount
+    # (tests/browser/test_app_surfaces.py mounts a real one).
     await expect(page.locator(".app-area-placeholder")).to_have_text(
-        "The app's surface will appear here"
+        "This app has nothing to show."
     )
 
 

@@ -79,8 +79,11 @@ async def launch_chromium() -> AsyncIterator[Browser]:
 
 
 def is_local(url: str) -> bool:
+    """Loopback only: the shell, and the surface origin's per-mount
+    ``m-<random>.localhost`` sites (Chromium resolves ``*.localhost`` to loopback)."""
     parts = urlsplit(url)
-    return parts.scheme in LOCAL_SCHEMES or parts.hostname in LOCAL_HOSTS
+    host = parts.hostname or ""
+    return parts.scheme in LOCAL_SCHEMES or host in LOCAL_HOSTS or host.endswith(".localhost")
 
 
 @dataclass

@@ -67,7 +67,9 @@ async def serving(
     await runtime.open()
     await runtime.login(server.url, pair.user_name, "correct horse battery")
     port = free_port()
-    web, host_server = build_host_server(runtime, server_url=server.url, port=port)
+    web, host_server = build_host_server(
+        runtime, server_url=server.url, port=port, surface_port=free_port()
+    )
     task = asyncio.create_task(run_client(runtime, host_server, agent_id=pair.agent.id))
     await asyncio.wait_for(runtime.ready.wait(), 15)
     try:

@@ -36,12 +36,15 @@ from lineup.runtime import (
     RuntimeEvent,
     TimelineChanged,
     TimelineItem,
+    ToolCallsChanged,
 )
 from lineup.runtime.apps import sessions_view
 from lineup.runtime.apps.kernel import AppsChanged
 
 from . import channel
+from .app_surfaces import AppSurfaces
 from .sessions import COOKIE, SESSION_TTL, HostSessions
+from .surface import SurfaceOrigin
 from .views import apps_view, group_view, in_group, item_view
 
 log = logging.getLogger("lineup.host")
@@ -100,11 +103,22 @@ class SecurityHeaders:
 
 
 class WebHost:
-    def __init__(self, runtime: Runtime, *, server_url: str, allowed_hosts: Iterable[str]) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        server_url: str,
+        allowed_hosts: Iterable[str],
+        surface_port: int | None = None,
+    ) -> None:
         self.runtime = runtime
         self.server_url = server_url
         self.allowed_hosts = frozenset(allowed_hosts)
         self.sessions = HostSessions(runtime.store)
+        self.surfaces = SurfaceOrigin(sorted(self.origins()), port=surface_port)
+        """The surface origin: mounted surface documents, each served once."""
+        self.app_surfaces = AppSurfaces(runtime, self.surfaces)
+        """App instances' surfaces: mounts, SDK requests, taking them down on close."""
 
     def origins(self) -> frozenset[str]:
         return frozenset(f"http://{host}" for host in self.allowed_hosts)
@@ -217,6 +231,8 @@ class WebHost:
                 )
                 # A sub-session opened or closed with its instance: its group follows.
                 groups.instances(i for e in event.effects if (i := getattr(e, "instance_id", None)))
+            elif isinstance(event, ToolCallsChanged):
+                frame = channel.AppPush(instance_ids=sorted(event.instance_ids), topic="tools")
             else:
                 return
             # A tab this far behind is hopeless; it resyncs on reload.
@@ -305,6 +321,13 @@ class WebHost:
             )
         if isinstance(frame, channel.AppRequest):
             return _encode(await self._app_request(frame))
+        if isinstance(frame, channel.MountRequest):
+            return _encode(await self.app_surfaces.mount(frame))
+        if isinstance(frame, channel.UnmountRequest):
+            self.app_surfaces.unmount(frame.mount_id)
+            return b""
+        if isinstance(frame, channel.AppCall):
+            return _encode(await self.app_surfaces.call(frame))
         if isinstance(frame, channel.SendMessage):
             known = {c.id for c in await runtime.store.conversations()}
             if frame.conversation_id not in known:
@@ -360,13 +383,10 @@ class WebHost:
         elif frame.action == "continue":
             receipt = await apps.continue_work(frame.instance_id, actor="user")
         else:
+            # Accepted, the close goes on without us: the Runtime's CloseSurfaces
+            # reaches ``app_surfaces``, which takes the surfaces down and reports the
+            # stop finished (``closed``).
             receipt = await apps.request_close(frame.instance_id, actor="user")
-            if receipt.accepted:
-                # Placeholder until surfaces are mounted (issue 6): nothing to take
-                # down yet, so the stop has finished as soon as the close began.
-                # A second tab's ``closed`` for the same instance is refused and
-                # changes nothing.
-                await apps.closed(frame.instance_id)
         return channel.AppReceipt(
             instance_id=frame.instance_id,
             action=frame.action,

@@ -15,6 +15,8 @@ from lineup.protocol.fields import ID_PATTERN, MAX_TEXT_CHARS
 from lineup.protocol.interactions import MAX_INPUT_CHARS
 
 Id = Annotated[str, msgspec.Meta(pattern=ID_PATTERN)]
+MountId = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{24}$")]
+RequestId = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 MAX_FRAME_BYTES = 256 * 1024
 
 
@@ -74,7 +76,44 @@ class AppRequest(_In, frozen=True, tag="app"):
     instance_id: Id
 
 
-ShellFrame = Hello | SendMessage | Retry | History | Seen | Answer | Draft | AppRequest
+class MountRequest(_In, frozen=True, tag="mount"):
+    """The shell is about to show an app instance: the Web Host mounts its surface on
+    the surface origin and answers with a ``Mounted`` (a fresh, single-use URL each
+    time: a reload of the shell or of the frame mounts again)."""
+
+    instance_id: Id
+
+
+class UnmountRequest(_In, frozen=True, tag="unmount"):
+    """The shell took a surface's frame down (or found it reloaded)."""
+
+    mount_id: MountId
+
+
+class AppCall(_In, frozen=True, tag="app_call"):
+    """A MiniApp SDK request that came through the frame of ``mount_id`` (the shell
+    checked the frame; the Web Host checks the mount is its own and whose instance it
+    is). Answered with an ``AppReply``."""
+
+    mount_id: MountId
+    id: RequestId
+    method: Annotated[str, msgspec.Meta(max_length=64)]
+    params: dict[str, Any]
+
+
+ShellFrame = (
+    Hello
+    | SendMessage
+    | Retry
+    | History
+    | Seen
+    | Answer
+    | Draft
+    | AppRequest
+    | MountRequest
+    | UnmountRequest
+    | AppCall
+)
 
 
 class ItemView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -209,6 +248,36 @@ class AppSessionsChanged(
     interactions changed); each replaces the group of the same id."""
 
     sessions: list[AppSessionView]
+
+
+class Mounted(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="mounted"):
+    """To the tab that asked: the surface of ``instance_id`` is at ``url`` (served
+    once), or why not (``outcome``: ``app_instance_not_found``,
+    ``surface_unavailable``, ``surface_invalid``, ``surface_too_large``)."""
+
+    instance_id: str
+    outcome: str
+    mount_id: str = ""
+    url: str = ""
+
+
+class AppReply(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="app_reply"):
+    """The answer to one ``AppCall``: ``ok`` with ``result``, or ``error``
+    ``{code, message}``."""
+
+    mount_id: str
+    id: str
+    ok: bool
+    result: Any = None
+    error: dict[str, str] | None = None
+
+
+class AppPush(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="app_push"):
+    """To every tab: something changed for these instances' apps (``topic``
+    ``tools``): the tab that shows one nudges its frame to ask again."""
+
+    instance_ids: list[str]
+    topic: str
 
 
 class AppReceipt(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="app_receipt"):

@@ -12,15 +12,62 @@ from lineup.runtime import Runtime
 from lineup.serving import EmbeddedServer, uvicorn_config, wait_started
 
 from .app import WebHost
+from .surface import frame_source
+
+
+class HostServer:
+    """The Web Host's two loopback listeners, run as one: the shell (pages, static
+    files, the host channel) and the surface origin (each mounted surface document,
+    once, from its own ``m-<random>.localhost`` site). Quacks like the
+    ``uvicorn.Server`` that ``wait_started`` and ``run_client`` expect."""
+
+    def __init__(self, shell: uvicorn.Server, surfaces: uvicorn.Server) -> None:
+        self.shell = shell
+        self.surfaces = surfaces
+
+    @property
+    def started(self) -> bool:
+        return bool(self.shell.started and self.surfaces.started)
+
+    @property
+    def should_exit(self) -> bool:
+        return bool(self.shell.should_exit)
+
+    @should_exit.setter
+    def should_exit(self, value: bool) -> None:
+        self.shell.should_exit = value
+        self.surfaces.should_exit = value
+
+    async def serve(self) -> None:
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self.surfaces.serve())
+            tg.create_task(self.shell.serve())
 
 
 def build_host_server(
-    runtime: Runtime, *, server_url: str, host: str = "127.0.0.1", port: int = 8766
-) -> tuple[WebHost, uvicorn.Server]:
-    """The host's uvicorn server; the caller runs ``runtime.run()`` beside it."""
-    web = WebHost(runtime, server_url=server_url, allowed_hosts=_hosts(host, port))
-    config = uvicorn_config(web.asgi(), host=host, port=port, lifespan="off")
-    return web, EmbeddedServer(config)
+    runtime: Runtime,
+    *,
+    server_url: str,
+    host: str = "127.0.0.1",
+    port: int = 8766,
+    surface_port: int | None = None,
+) -> tuple[WebHost, HostServer]:
+    """The host's listeners (the surface origin on ``surface_port``, by default the
+    next port); the caller runs ``runtime.run()`` beside them."""
+    surface_port = port + 1 if surface_port is None else surface_port
+    web = WebHost(
+        runtime,
+        server_url=server_url,
+        allowed_hosts=_hosts(host, port),
+        surface_port=surface_port,
+    )
+    shell = uvicorn_config(
+        web.asgi(frame_origins=[frame_source(surface_port)]), host=host, port=port, lifespan="off"
+    )
+    surfaces = uvicorn_config(
+        web.surfaces.asgi(), host="127.0.0.1", port=surface_port, lifespan="off"
+    )
+    return web, HostServer(EmbeddedServer(shell), EmbeddedServer(surfaces))
 
 
 def _hosts(host: str, port: int) -> set[str]:
@@ -37,7 +84,7 @@ def conversation_id_for(user_id: str, agent_id: str) -> str:
 
 async def run_client(
     runtime: Runtime,
-    server: uvicorn.Server,
+    server: HostServer,
     *,
     agent_id: str | None = None,
 ) -> None:

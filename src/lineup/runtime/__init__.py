@@ -20,6 +20,7 @@ from .runtime import (
     Runtime,
     RuntimeEvent,
     TimelineChanged,
+    ToolCallsChanged,
     classify,
 )
 from .store import RuntimeStore
@@ -42,5 +43,6 @@ __all__ = [
     "Session",
     "TimelineChanged",
     "TimelineItem",
+    "ToolCallsChanged",
     "classify",
 ]

@@ -42,6 +42,7 @@ from lineup.protocol.interactions import inventory as build_inventory
 from lineup.protocol.payloads import ClientInventory
 
 from .apps import registry
+from .apps.app_api import AppApi
 from .apps.kernel import AppKernel, AppsChanged
 from .apps.registry import INITIAL_REVISION, AppRegistry
 from .apps.router import ToolRouter
@@ -85,7 +86,15 @@ class ConnectionChanged:
     state: ConnectionState | str
 
 
-RuntimeEvent = TimelineChanged | ConnectionChanged | AppsChanged
+@dataclass(frozen=True, slots=True)
+class ToolCallsChanged:
+    """Calls bound to these instances arrived or ended: their apps should list them
+    again (the MiniApp SDK's ``tools.list``)."""
+
+    instance_ids: frozenset[str]
+
+
+RuntimeEvent = TimelineChanged | ConnectionChanged | AppsChanged | ToolCallsChanged
 Listener = Callable[[RuntimeEvent], None]
 
 
@@ -141,6 +150,8 @@ class Runtime:
         """Installed and enabled apps; the inventory they make."""
         self.tools = ToolRouter(self.store, self.apps, clock=self._clock, send=self._start_send)
         """The Tool Router's app side: results, timeouts, acks of ordinary tool calls."""
+        self.app_api = AppApi(self.store, self.apps, self.tools, self.registry, clock=self._clock)
+        """What a MiniApp may ask (the MiniApp SDK's requests, through a host)."""
         self._scopes = self._known_scopes
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -344,7 +355,10 @@ class Runtime:
         while True:
             self._expiry_changed.clear()
             await self.expire_due()
-            await self.tools.due()  # ordinary tool calls past their timeout_ms
+            timed_out = await self.tools.due()  # ordinary tool calls past their timeout_ms
+            ended = {o.call.instance_id for o in timed_out if o.call and o.call.instance_id}
+            if ended:
+                self._emit(ToolCallsChanged(frozenset(ended)))
             due_at = [await self.store.next_expiry(), await self.tools.next_deadline()]
             delay = MAX_EXPIRY_WAIT_S
             for next_at in due_at:
@@ -472,6 +486,8 @@ class Runtime:
                 continue
             applied = await self.store.apply_received(batch, lifecycle=self.tools.lifecycle)
             self.tools.adopt(tuple(applied.lifecycle))
+            if applied.bound:
+                self._emit(ToolCallsChanged(frozenset(applied.bound)))
             self._cursors.update(applied.cursors)
             for item in applied.items:
                 self._emit(TimelineChanged(item))

@@ -352,6 +352,8 @@ class Applied:
     expiry_changed: bool = False
     lifecycle: list[tuple[int, LifecycleResult]] = field(default_factory=list)
     """Instance operations the Tool Router ran (for the kernel to adopt)."""
+    bound: list[str] = field(default_factory=list)
+    """Instances that the Tool Router gave new calls (their apps are told)."""
 
 
 def _apply_received_txn(
@@ -366,6 +368,7 @@ def _apply_received_txn(
     cursors: dict[str, int] = {}
     outbox: list[OutboxItem] = []
     lifecycles: list[tuple[int, LifecycleResult]] = []
+    bound: list[str] = []
     expiry_changed = False
     for item in items:
         cursor = cursors.get(item.conversation_id)
@@ -445,6 +448,8 @@ def _apply_received_txn(
                     outbox.extend(routed.outbox)
                     lifecycles.extend(routed.lifecycle)
                     expiry_changed = expiry_changed or routed.call is not None
+                    if routed.call is not None and routed.call.instance_id is not None:
+                        bound.append(routed.call.instance_id)
             elif item.call is not None:
                 outcome = interaction_store.create(conn, item, item.call, now)
                 expiry_changed = expiry_changed or outcome is not None
@@ -459,7 +464,7 @@ def _apply_received_txn(
         applied.append(stored)
     for conversation_id, cursor in cursors.items():
         conn.execute("UPDATE conversations SET cursor = ? WHERE id = ?", (cursor, conversation_id))
-    return Applied(applied, cursors, outbox, expiry_changed, lifecycles)
+    return Applied(applied, cursors, outbox, expiry_changed, lifecycles, bound)
 
 
 def _timeline(

@@ -30,6 +30,7 @@ import {
   trackInteraction,
 } from "./cards.js";
 import { focusedRecord, initDock, onAppReceipt, onApps, request as requestApp } from "./dock.js";
+import { initSurfaces, onAppPush, onAppReply, onMounted, resetSurfaces } from "./surfaces.js";
 import {
   initOverlay,
   overlayRow,
@@ -60,6 +61,7 @@ initCards({
   rowOf: (key) => overlayRow(key) || rendered.get(key)?.li || nested.get(key)?.li,
 });
 initDock({ send, onFocus: refreshOverlay });
+initSurfaces({ send });
 initOverlay({
   renderItem,
   swap,
@@ -434,6 +436,7 @@ function onSnapshot(frame) {
     $("agent-avatar").textContent = initials(state.conversation.agent_id);
   }
   setConnection(frame.connection);
+  resetSurfaces();
   onApps(frame.apps);
   redraw();
   fillScreen();
@@ -470,6 +473,15 @@ function onFrame(frame) {
       break;
     case "app_receipt":
       onAppReceipt(frame);
+      break;
+    case "mounted":
+      onMounted(frame);
+      break;
+    case "app_reply":
+      onAppReply(frame);
+      break;
+    case "app_push":
+      onAppPush(frame);
       break;
     case "history": {
       const timeline = $("timeline");

@@ -6,6 +6,7 @@
 // Everything is built with textContent: app scopes and ids are data.
 
 import { $, announce, el } from "./dom.js";
+import { syncSurfaces } from "./surfaces.js";
 
 const STATE_TEXT = {
   starting: "Starting",
@@ -149,6 +150,7 @@ export function onApps(apps) {
   };
   renderDock();
   renderArea();
+  syncSurfaces(dock.apps);
   // A narrow dock scrolls sideways: keep the entry in front in view.
   const focused = $("dock-list").querySelector(".dock-item.focused");
   if (focused && before !== dock.apps.focus) {

@@ -16,6 +16,13 @@
 // shell to mount afresh. (The surface origin serves each document once, so a reloaded
 // frame holds an empty 410 page; the shell's CSP frame-src limits where else it can go.)
 //
+// An app mount (a MiniApp instance's own surface, options.app) also relays the MiniApp
+// SDK's requests (namespace lineup.app.v1): exactly {namespace, type: "request",
+// instance_id, mount_id, id, method, params}, a known method, a short id and params a
+// plain JSON object under 64 KiB, to onRequest(id, method, params); the shell answers
+// with respond(id, ok, payload) and nudges the app with push(topic). A surface an agent
+// opened has no such bridge (spec 000 §4.2): its lineup.app.v1 messages are refused.
+//
 // Not set: credentialless. The frame's opaque origin already has no cookies or storage,
 // and its network partition is keyed by that opaque origin, so credentialless would add
 // nothing but a dependency on a secure-context-only feature.
@@ -25,6 +32,28 @@ export const MIN_HEIGHT = 40;
 export const MAX_HEIGHT = 4000;
 export const MAX_DATA_BYTES = 16 * 1024;
 export const MAX_DEPTH = 32;
+export const APP_NAMESPACE = "lineup.app.v1";
+export const MAX_REQUEST_BYTES = 64 * 1024;
+// The Runtime's AppApi methods (lineup.runtime.apps.app_api.METHODS).
+export const APP_METHODS = new Set([
+  "context.get",
+  "lifecycle.ready",
+  "lifecycle.requestForeground",
+  "lifecycle.requestBackground",
+  "lifecycle.requestClose",
+  "tools.list",
+  "tools.progress",
+  "tools.complete",
+  "tools.fail",
+  "tools.cancel",
+  "state.get",
+  "state.set",
+  "inbox.list",
+  "inbox.acknowledge",
+  "capabilities.request",
+]);
+const REQUEST_FIELDS = ["namespace", "type", "instance_id", "mount_id", "id", "method", "params"];
+const REQUEST_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const EVENT_NAME = /^[A-Za-z][A-Za-z0-9._:-]{0,63}$/;
 const FIELDS = {
   ready: ["namespace", "type", "instance_id", "mount_id"],
@@ -53,8 +82,8 @@ function hasExactly(message, fields) {
 // turn those into something else, so they are refused instead. The walk visits at most
 // MAX_DATA_BYTES values (each costs at least a byte once serialised), so shared
 // sub-objects cannot make it exponential.
-function isJson(root) {
-  let budget = MAX_DATA_BYTES;
+function isJson(root, limit = MAX_DATA_BYTES) {
+  let budget = limit;
   const walk = (value, depth) => {
     if (--budget < 0) return false;
     if (value === null || typeof value === "string" || typeof value === "boolean") return true;
@@ -72,10 +101,10 @@ function isJson(root) {
   return walk(root, 0);
 }
 
-// data if it is a plain JSON object under MAX_DATA_BYTES once serialised, else null.
-function jsonData(data) {
-  if (!isPlainObject(data) || !isJson(data)) return null;
-  return encoder.encode(JSON.stringify(data)).length < MAX_DATA_BYTES ? data : null;
+// data if it is a plain JSON object under `limit` bytes once serialised, else null.
+function jsonData(data, limit = MAX_DATA_BYTES) {
+  if (!isPlainObject(data) || !isJson(data, limit)) return null;
+  return encoder.encode(JSON.stringify(data)).length < limit ? data : null;
 }
 
 // A token bucket on the page's monotonic clock.
@@ -98,8 +127,10 @@ const noop = () => {};
  * Frame the surface at `url` inside `container` and relay its messages.
  *
  * callbacks: onEvent(name, data), onResize(height), onReady(), onReload(),
- * onReject(code); all optional. options: {rate, burst, now} for the rate limit.
- * Returns {frame, post(state), unmount(), trusted, ready, rejected, rejections}.
+ * onReject(code), onRequest(id, method, params) (app mounts); all optional.
+ * options: {rate, burst, now} for the rate limit, app: true for an app mount.
+ * Returns {frame, post(state), respond(id, ok, payload), push(topic), unmount(),
+ * trusted, ready, rejected, rejections}.
  */
 export function mountSurface(container, { url, instanceId, mountId }, callbacks = {}, options = {}) {
   for (const [name, value] of [["url", url], ["instanceId", instanceId], ["mountId", mountId]]) {
@@ -111,7 +142,9 @@ export function mountSurface(container, { url, instanceId, mountId }, callbacks 
     onReady = noop,
     onReload = noop,
     onReject = noop,
+    onRequest = noop,
   } = callbacks;
+  const app = options.app === true;
   const allow = tokenBucket(
     options.rate ?? 100,
     options.burst ?? 200,
@@ -152,6 +185,9 @@ export function mountSurface(container, { url, instanceId, mountId }, callbacks 
     if (!trusted) return reject("untrusted");
     if (!allow()) return reject("rate_limited");
     const message = event.data;
+    if (app && isPlainObject(message) && message.namespace === APP_NAMESPACE) {
+      return onAppRequest(message);
+    }
     if (!isPlainObject(message) || message.namespace !== NAMESPACE) return reject("namespace");
     const fields = Object.hasOwn(FIELDS, message.type) ? FIELDS[message.type] : null;
     if (fields === null) return reject("unknown_type");
@@ -182,6 +218,24 @@ export function mountSurface(container, { url, instanceId, mountId }, callbacks 
     return onEvent(message.event, data);
   }
 
+  function onAppRequest(message) {
+    if (message.type !== "request" || !hasExactly(message, REQUEST_FIELDS)) return reject("malformed");
+    if (message.instance_id !== instanceId) return reject("instance_mismatch");
+    if (message.mount_id !== mountId) return reject("mount_mismatch");
+    if (!ready) return reject("not_ready");
+    if (typeof message.id !== "string" || !REQUEST_ID.test(message.id)) return reject("bad_request_id");
+    if (typeof message.method !== "string" || !APP_METHODS.has(message.method)) {
+      return reject("unknown_method");
+    }
+    const params = jsonData(message.params, MAX_REQUEST_BYTES);
+    if (params === null) return reject("bad_params");
+    return onRequest(message.id, message.method, params);
+  }
+
+  function sendApp(message) {
+    frame.contentWindow?.postMessage({ namespace: APP_NAMESPACE, instance_id: instanceId, ...message }, "*");
+  }
+
   function onLoad() {
     loads += 1;
     if (loads > 1 && trusted) {
@@ -204,6 +258,18 @@ export function mountSurface(container, { url, instanceId, mountId }, callbacks 
       if (!trusted || !mounted) return false;
       if (ready) send(state);
       else pending = state;
+      return true;
+    },
+    /** Answer one app request (app mounts); false once untrusted. */
+    respond(id, ok, payload) {
+      if (!app || !trusted || !mounted) return false;
+      sendApp(ok ? { type: "response", id, ok: true, result: payload } : { type: "response", id, ok: false, error: payload });
+      return true;
+    },
+    /** Tell the app something changed for it (topic "tools" or "inbox"). */
+    push(topic) {
+      if (!app || !trusted || !mounted || !ready) return false;
+      sendApp({ type: "push", topic });
       return true;
     },
     unmount() {

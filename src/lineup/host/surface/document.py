@@ -36,6 +36,7 @@ _ID = re.compile(ID_PATTERN)
 _STYLE_END = re.compile(r"</style", re.IGNORECASE)
 _SCRIPT_BREAKERS = re.compile(r"</script|<script|<!--", re.IGNORECASE)
 _BOOT_PLACEHOLDER = "__LINEUP_SURFACE_BOOT__"
+_APP_BOOT_PLACEHOLDER = "__LINEUP_APP_BOOT__"
 
 
 class SurfaceRejectionCode(StrEnum):
@@ -107,18 +108,23 @@ def _script_json(value: object) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _bridge_source() -> str:
-    source = resources.files(__package__).joinpath("bridge.js").read_text("utf-8")
-    if source.count(_BOOT_PLACEHOLDER) != 1 or _SCRIPT_BREAKERS.search(source):
-        raise RuntimeError("bridge.js must hold the boot placeholder once and no '</script'")
+def _script_source(name: str, placeholder: str) -> str:
+    source = resources.files(__package__).joinpath(name).read_text("utf-8")
+    if source.count(placeholder) != 1 or _SCRIPT_BREAKERS.search(source):
+        raise RuntimeError(f"{name} must hold its boot placeholder once and no '</script'")
     return source
 
 
-_BRIDGE = _bridge_source()
+_BRIDGE = _script_source("bridge.js", _BOOT_PLACEHOLDER)
+_APP_SDK = _script_source("app_sdk.js", _APP_BOOT_PLACEHOLDER)
 
 
-def compose(document: SurfaceDocument, *, instance_id: str, mount_id: str) -> bytes:
-    """The page the surface origin serves for one mount, as UTF-8.
+def compose(
+    document: SurfaceDocument, *, instance_id: str, mount_id: str, app: bool = False
+) -> bytes:
+    """The page the surface origin serves for one mount, as UTF-8. ``app``: a MiniApp
+    instance's own surface, which also gets the MiniApp SDK (``LineUpApp``, inlined
+    after the bridge); a surface an agent opened gets the bridge only.
 
     Raises ``SurfaceRejected`` for a document that is too large or whose CSS or JS
     would break out of its element; ``ValueError`` for ids that are not protocol ids
@@ -129,6 +135,8 @@ def compose(document: SurfaceDocument, *, instance_id: str, mount_id: str) -> by
     _check(document)
     boot = _script_json({"instance_id": instance_id, "mount_id": mount_id})
     bridge = _BRIDGE.replace(_BOOT_PLACEHOLDER, boot)
+    if app:
+        bridge += "\n" + _APP_SDK.replace(_APP_BOOT_PLACEHOLDER, boot)
     page = (
         "<!doctype html>\n"
         '<html><head><meta charset="utf-8">\n'

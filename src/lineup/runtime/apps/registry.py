@@ -40,6 +40,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -51,6 +52,7 @@ from lineup.protocol.payloads import AppList, CapabilityDescriptor, ClientInvent
 
 from ..records import OutboxItem
 from ..tables import audit, queue_from_runtime
+from .bundle import AppBundle, SurfaceSource, files_digest, load_bundle_dir, surface_source
 from .manifest import (
     AppManifest,
     encode_manifest,
@@ -87,6 +89,7 @@ __all__ = [
     "revision",
     "revoke_capability",
     "set_enabled",
+    "surface_of",
 ]
 
 INITIAL_REVISION = "inv-1"
@@ -209,16 +212,25 @@ def manifest_of(
 
 
 def install(
-    conn: sqlite3.Connection, manifest: AppManifest, now: str, *, enable: bool = False
+    conn: sqlite3.Connection,
+    manifest: AppManifest,
+    now: str,
+    *,
+    enable: bool = False,
+    files: Mapping[str, bytes] | None = None,
 ) -> Installed:
-    """Store ``manifest`` (already loaded) and make it the version in use."""
+    """Store ``manifest`` (already loaded) with its bundle ``files`` (already checked by
+    ``bundle.load_bundle``; none for a manifest-only app) and make it the version in
+    use. The same id and version again must bring the same manifest and files."""
     body = encode_manifest(manifest)
     digest = _digest(body)
+    bundle_digest = files_digest(files or {})
     stored = conn.execute(
-        "SELECT digest FROM app_versions WHERE app_id = ? AND version = ?",
-        (manifest.id, manifest.version),
+        "SELECT digest, COALESCE(files_digest, ?) FROM app_versions"
+        " WHERE app_id = ? AND version = ?",
+        (files_digest({}), manifest.id, manifest.version),
     ).fetchone()
-    if stored is not None and stored[0] != digest:
+    if stored is not None and (stored[0] != digest or stored[1] != bundle_digest):
         raise RegistryError(
             "app_version_conflict", "this app version is installed with other content"
         )
@@ -237,8 +249,21 @@ def install(
     if stored is None:
         conn.execute(
             "INSERT INTO app_versions (app_id, version, kind, app_scope, manifest, digest,"
-            " installed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (manifest.id, manifest.version, manifest.kind, manifest.app_scope, body, digest, now),
+            " installed_at, files_digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                manifest.id,
+                manifest.version,
+                manifest.kind,
+                manifest.app_scope,
+                body,
+                digest,
+                now,
+                bundle_digest,
+            ),
+        )
+        conn.executemany(
+            "INSERT INTO app_files (app_id, version, path, body) VALUES (?, ?, ?, ?)",
+            [(manifest.id, manifest.version, path, data) for path, data in (files or {}).items()],
         )
         _manifests[digest] = manifest
     enabled = enable or (current is not None and current.enabled)
@@ -272,6 +297,27 @@ def set_enabled(conn: sqlite3.Connection, app_id: str, enabled: bool, now: str) 
     if changed:
         audit(conn, now, "user", "app.enable", app_id, "enabled" if enabled else "disabled")
     return entry
+
+
+def surface_of(
+    conn: sqlite3.Connection, app_scope: str, surface_id: str | None = None
+) -> SurfaceSource | None:
+    """The surface ``surface_id`` (by default the first) of the version in use of the
+    app with ``app_scope``, from its stored files; ``None`` without one."""
+    row = conn.execute("SELECT app_id, version FROM apps WHERE app_scope = ?", (app_scope,))
+    found = row.fetchone()
+    if found is None:
+        return None
+    manifest = manifest_of(conn, found[0])
+    if manifest is None:
+        return None
+    files = dict(
+        conn.execute(
+            "SELECT path, body FROM app_files WHERE app_id = ? AND version = ?",
+            (found[0], found[1]),
+        ).fetchall()
+    )
+    return surface_source(manifest, {k: bytes(v) for k, v in files.items()}, surface_id)
 
 
 def find_tool(conn: sqlite3.Connection, tool_id: str) -> ToolTarget | None:
@@ -518,10 +564,27 @@ class AppRegistry:
     ) -> Installed:
         """Validate ``data`` with ``load_manifest`` and install it (see ``install``).
         Raises ``ManifestError`` or ``RegistryError``."""
-        manifest = load_manifest(data)
-        result: Installed = await self._store.db.write(_install_txn, manifest, enable, self._now())
+        return await self._install(load_manifest(data), None, enable)
+
+    async def install_bundle(self, bundle: AppBundle | Path, *, enable: bool = False) -> Installed:
+        """Install a checked bundle, or the bundle directory at a path (see
+        ``bundle.load_bundle_dir``). Raises ``BundleError``, ``ManifestError`` or
+        ``RegistryError``."""
+        if isinstance(bundle, Path):
+            bundle = load_bundle_dir(bundle)
+        return await self._install(bundle.manifest, bundle.files, enable)
+
+    async def _install(
+        self, manifest: AppManifest, files: Mapping[str, bytes] | None, enable: bool
+    ) -> Installed:
+        result: Installed = await self._store.db.write(
+            _install_txn, manifest, files, enable, self._now()
+        )
         await self._changed(result.inventory, result.inventory_changed)
         return result
+
+    async def surface(self, app_scope: str, surface_id: str | None = None) -> SurfaceSource | None:
+        return await self._store.db.read(surface_of, app_scope, surface_id)
 
     async def enable(self, app_id: str) -> AppEntry:
         return await self._set(app_id, True)
@@ -582,9 +645,13 @@ def _enabled(conn: sqlite3.Connection) -> list[AppEntry]:
 
 
 def _install_txn(
-    conn: sqlite3.Connection, manifest: AppManifest, enable: bool, now: str
+    conn: sqlite3.Connection,
+    manifest: AppManifest,
+    files: Mapping[str, bytes] | None,
+    enable: bool,
+    now: str,
 ) -> Installed:
-    return install(conn, manifest, now, enable=enable)
+    return install(conn, manifest, now, enable=enable, files=files)
 
 
 def _set_txn(

@@ -1,0 +1,116 @@
+"""App surfaces in the Web Host: mounting a MiniApp instance's surface on the surface
+origin, relaying its MiniApp SDK requests to the Runtime, and taking it down when the
+Runtime closes the instance.
+
+The shell asks to mount (``mount``) when it is about to show an instance; the Web Host
+reads the surface from the registry (the app version in use), mounts it with the SDK
+and answers with a single-use URL. Every SDK request arrives as an ``AppCall`` naming
+the mount it came through; the request counts as the mount's instance's only if the
+mount is one of ours and still mounted, so a tab cannot speak for an instance it was
+not given. The Runtime then checks the rest (``AppApi``).
+
+Closing follows spec 002 §7.2: when the Runtime's accepted close emits
+``CloseSurfaces``, this takes the instance's mounts down (their URLs answer 404 from
+then on) and reports the stop finished (``closed``); the shell removes the frames as
+the instance leaves the ``apps`` frame. Logs carry ids and codes only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from lineup.runtime import Runtime
+from lineup.runtime.apps.app_api import AppApiError
+from lineup.runtime.apps.focus import CloseSurfaces
+from lineup.runtime.apps.kernel import AppsChanged
+from lineup.runtime.apps.lifecycle import LIVE
+from lineup.runtime.apps.lifecycle import State as AppState
+
+from . import channel
+from .surface import SurfaceDocument, SurfaceOrigin, SurfaceRejected
+
+__all__ = ["AppSurfaces"]
+
+log = logging.getLogger("lineup.host.surface")
+
+
+class AppSurfaces:
+    def __init__(self, runtime: Runtime, origin: SurfaceOrigin) -> None:
+        self.runtime = runtime
+        self.origin = origin
+        self._instance_of: dict[str, str] = {}  # mount id -> instance id
+        self._tasks: set[asyncio.Task[None]] = set()
+        runtime.subscribe(self._on_event)
+
+    def mounts_of(self, instance_id: str) -> list[str]:
+        return [m for m, i in self._instance_of.items() if i == instance_id]
+
+    async def mount(self, frame: channel.MountRequest) -> channel.Mounted:
+        instance_id = frame.instance_id
+        record = self.runtime.apps.record(instance_id)
+        if record is None or record.state not in LIVE or record.state is AppState.STOPPING:
+            return channel.Mounted(instance_id=instance_id, outcome="app_instance_not_found")
+        source = await self.runtime.registry.surface(record.app_scope)
+        if source is None:
+            return channel.Mounted(instance_id=instance_id, outcome="surface_unavailable")
+        document = SurfaceDocument(
+            app_id=source.app_id,
+            app_version=source.app_version,
+            surface_id=source.surface_id,
+            html=source.html,
+            css=source.css,
+            js=source.js,
+        )
+        try:
+            mount = self.origin.mount(instance_id, document, app=True)
+        except SurfaceRejected as rejected:
+            return channel.Mounted(instance_id=instance_id, outcome=str(rejected.code))
+        self._instance_of[mount.mount_id] = instance_id
+        return channel.Mounted(
+            instance_id=instance_id, outcome="accepted", mount_id=mount.mount_id, url=mount.url
+        )
+
+    def unmount(self, mount_id: str) -> None:
+        if self._instance_of.pop(mount_id, None) is not None:
+            self.origin.unmount(mount_id)
+
+    async def call(self, frame: channel.AppCall) -> channel.AppReply:
+        instance_id = self._instance_of.get(frame.mount_id)
+        if instance_id is None:
+            return _refused(frame, "mount_not_found", "no such mount")
+        try:
+            result = await self.runtime.app_api.call(instance_id, frame.method, frame.params)
+        except AppApiError as refused:
+            log.info(
+                "app request refused",
+                extra={"instance_id": instance_id, "method": frame.method, "code": refused.code},
+            )
+            return _refused(frame, refused.code, refused.message)
+        return channel.AppReply(mount_id=frame.mount_id, id=frame.id, ok=True, result=result)
+
+    # --- closing -----------------------------------------------------------------------------
+
+    def _on_event(self, event: Any) -> None:
+        if not isinstance(event, AppsChanged):
+            return
+        for effect in event.effects:
+            if isinstance(effect, CloseSurfaces):
+                task = asyncio.get_running_loop().create_task(self._close(effect.instance_id))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    async def _close(self, instance_id: str) -> None:
+        """Take the instance's surfaces down, then tell the kernel the stop finished."""
+        for mount_id in self.mounts_of(instance_id):
+            self.unmount(mount_id)
+        record = self.runtime.apps.record(instance_id)
+        if record is not None and record.state is AppState.STOPPING:
+            await self.runtime.apps.closed(instance_id)
+
+
+def _refused(frame: channel.AppCall, code: str, message: str) -> channel.AppReply:
+    return channel.AppReply(
+        mount_id=frame.mount_id, id=frame.id, ok=False, error={"code": code, "message": message}
+    )

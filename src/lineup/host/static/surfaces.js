@@ -1,0 +1,150 @@
+// LineUp shell: the frames of running MiniApp instances, in the app area.
+//
+// The Runtime decides which instances run and which one is in front (dock.js shows
+// that); this module gives each running instance one sandboxed frame (surface_host.js),
+// kept while it runs, so an app in the background keeps its state and can still take
+// the tool calls the Runtime routes to it. Only the focused instance's frame is shown.
+// Every open shell tab runs its own frames; the Runtime takes the first answer to each
+// call, so two tabs never answer twice. A frame is mounted by asking the Web Host
+// ({op: "mount", instance_id}), which answers with a single-use URL on the surface
+// origin; the frame's MiniApp SDK
+// requests go up as {op: "app_call"} and their answers come back as "app_reply"; an
+// "app_push" nudges the frame to ask again. A frame that reloads itself is untrusted
+// from then on: it is dropped and mounted afresh. When an instance stops running, its
+// frame goes (the Web Host has already taken its URL down).
+
+import { $ } from "./dom.js";
+import { mountSurface } from "./surface_host.js";
+
+const UNAVAILABLE_TEXT = {
+  surface_unavailable: "This app has nothing to show.",
+  surface_invalid: "This app's surface could not be shown.",
+  surface_too_large: "This app's surface is too large to show.",
+};
+
+const frames = {
+  send: () => false,
+  mounts: new Map(), // instance id -> { handle, mountId } | { pending: true } | { failed: code }
+  byMount: new Map(), // mount id -> instance id
+  apps: { records: [], focus: null },
+};
+
+export function initSurfaces({ send }) {
+  frames.send = send;
+}
+
+function container() {
+  return $("app-area-frame");
+}
+
+function drop(instanceId) {
+  const entry = frames.mounts.get(instanceId);
+  frames.mounts.delete(instanceId);
+  if (!entry?.handle) return;
+  entry.handle.unmount();
+  frames.byMount.delete(entry.mountId);
+  frames.send({ op: "unmount", mount_id: entry.mountId });
+}
+
+function request(instanceId) {
+  if (frames.send({ op: "mount", instance_id: instanceId })) {
+    frames.mounts.set(instanceId, { pending: true });
+  }
+}
+
+function show() {
+  const focus = frames.apps.focus;
+  const area = container();
+  let shown = null;
+  for (const [instanceId, entry] of frames.mounts) {
+    if (!entry.handle) continue;
+    const visible = instanceId === focus;
+    entry.handle.frame.hidden = !visible;
+    if (visible) shown = entry;
+  }
+  const failed = frames.mounts.get(focus)?.failed;
+  area.classList.toggle("has-surface", Boolean(shown));
+  const placeholder = area.querySelector(".app-area-placeholder");
+  placeholder.hidden = Boolean(shown);
+  placeholder.textContent = failed
+    ? UNAVAILABLE_TEXT[failed] || "This app could not be shown."
+    : "Starting the app…";
+}
+
+// Every apps change (and the snapshot's): mount what runs, drop what stopped.
+export function syncSurfaces(apps) {
+  frames.apps = apps;
+  const running = new Set(
+    apps.records.filter((r) => r.state !== "stopping").map((r) => r.instance_id),
+  );
+  for (const instanceId of [...frames.mounts.keys()]) {
+    if (!running.has(instanceId)) drop(instanceId);
+  }
+  for (const instanceId of running) {
+    if (!frames.mounts.has(instanceId)) request(instanceId);
+  }
+  show();
+}
+
+// A new snapshot (a reconnect): the Web Host may have restarted and forgotten its
+// mounts, so every frame is mounted afresh (apps keep their state in the Runtime).
+export function resetSurfaces() {
+  for (const instanceId of [...frames.mounts.keys()]) drop(instanceId);
+}
+
+export function onMounted(frame) {
+  const instanceId = frame.instance_id;
+  const entry = frames.mounts.get(instanceId);
+  const running = frames.apps.records.some(
+    (r) => r.instance_id === instanceId && r.state !== "stopping",
+  );
+  if (!entry?.pending || frame.outcome !== "accepted" || !running) {
+    if (frame.mount_id) frames.send({ op: "unmount", mount_id: frame.mount_id });
+    if (entry?.pending) frames.mounts.set(instanceId, { failed: frame.outcome });
+    show();
+    return;
+  }
+  const mountId = frame.mount_id;
+  const handle = mountSurface(
+    container(),
+    { url: frame.url, instanceId, mountId },
+    {
+      onRequest: (id, method, params) => {
+        if (!frames.send({ op: "app_call", mount_id: mountId, id, method, params })) {
+          handle.respond(id, false, { code: "offline", message: "Not connected to LineUp" });
+        }
+      },
+      onReload: () => {
+        // A frame that navigated or reloaded itself is a new, unverified document.
+        drop(instanceId);
+        if (frames.apps.focus === instanceId) request(instanceId);
+        show();
+      },
+    },
+    { app: true },
+  );
+  handle.frame.classList.add("app-frame");
+  handle.frame.setAttribute("title", `App: ${instanceId}`);
+  frames.mounts.set(instanceId, { handle, mountId });
+  frames.byMount.set(mountId, instanceId);
+  show();
+}
+
+export function onAppReply(frame) {
+  const instanceId = frames.byMount.get(frame.mount_id);
+  const handle = instanceId && frames.mounts.get(instanceId)?.handle;
+  if (!handle) return;
+  if (frame.ok) handle.respond(frame.id, true, frame.result ?? null);
+  else handle.respond(frame.id, false, frame.error || { code: "refused", message: "" });
+}
+
+export function onAppPush(frame) {
+  for (const instanceId of frame.instance_ids || []) {
+    frames.mounts.get(instanceId)?.handle?.push(frame.topic);
+  }
+}
+
+// For tests and the overlay: the frame shown for an instance, if any.
+export function frameOf(instanceId) {
+  return frames.mounts.get(instanceId)?.handle?.frame || null;
+}

@@ -1,0 +1,93 @@
+"""App surfaces in the real shell, in Chromium: an agent's launch tool opens the test
+app, the shell mounts its surface (sandboxed, from the surface origin), the app takes
+its tool calls through the MiniApp SDK and the agent gets each result once; the app's
+state survives a reload; pending calls are delivered again after a reload until the
+app answers them; closing the app cancels what it left running and takes the frame
+down."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from playwright.async_api import FrameLocator, Page, expect
+
+from tests.browser.conftest import Screenshot
+from tests.support.browser import PageWatch
+from tests.support.browser_interactions import chat_id, log_in, tool_result
+from tests.support.webhost import Client
+
+BUNDLE = Path(__file__).parents[1] / "support" / "apps" / "test-app"
+
+
+async def agent_calls(client: Client, call_id: str, tool: str, arguments: dict[str, Any]) -> None:
+    conversation = await chat_id(client)
+    body = client.pair.agent.envelope(
+        conversation,
+        kind="lineup.v1.tool.call",
+        payload={
+            "call_id": call_id,
+            "tool": tool,
+            "inventory_revision": client.runtime.inventory.revision,
+            "arguments": arguments,
+        },
+    )
+    assert (await client.pair.agent.post(conversation, body)).status_code == 201
+
+
+def app_frame(page: Page) -> FrameLocator:
+    return page.frame_locator("#app-area-frame iframe.app-frame:not([hidden])")
+
+
+async def test_an_app_surface_takes_tool_calls_keeps_state_and_closes(
+    page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
+) -> None:
+    await client.runtime.registry.install_bundle(BUNDLE, enable=True)
+    await log_in(page, client)
+
+    # The agent launches the app: the shell mounts it, the app answers the call.
+    await agent_calls(client, "open-1", "test-app.open", {})
+    frame = app_frame(page)
+    await expect(frame.locator("body")).to_have_attribute("data-ready", "true")
+    iframe = page.locator("#app-area-frame iframe.app-frame")
+    assert await iframe.get_attribute("sandbox") == "allow-scripts"
+    assert (await iframe.get_attribute("src") or "").startswith("http://m-")
+    result = await tool_result(client, "open-1")
+    (instance_id,) = client.runtime.apps.instances().records
+    assert result == {
+        "call_id": "open-1",
+        "status": "completed",
+        "result": {"instance_id": instance_id},
+    }
+    await expect(frame.locator("#context")).to_have_text("test-app 1.0.0")
+
+    # A direct call and a long one with progress, both answered once.
+    await agent_calls(client, "echo-1", "test-app.echo", {"text": "hello"})
+    await agent_calls(client, "slow-1", "test-app.slow", {"steps": 3})
+    assert (await tool_result(client, "echo-1"))["result"] == {"text": "hello"}
+    assert (await tool_result(client, "slow-1"))["result"] == {"done": True}
+
+    # The app's own state lives in the Runtime: it survives a reload of the shell.
+    await frame.get_by_role("button", name="Click").click()
+    await frame.get_by_role("button", name="Click").click()
+    await expect(frame.locator("#count")).to_have_text("2")
+    await screenshot("test-app-in-front")
+
+    # A call the app holds open is delivered again after a reload.
+    await agent_calls(client, "hold-1", "test-app.echo", {"text": "hold"})
+    await expect(frame.locator('[data-call-id="hold-1"]')).to_have_count(1)
+    await page.reload()
+    await expect(page.locator("#connection")).to_have_attribute("data-state", "connected")
+    frame = app_frame(page)
+    await expect(frame.locator("body")).to_have_attribute("data-ready", "true")
+    await expect(frame.locator("#count")).to_have_text("2")
+    await expect(frame.locator('[data-call-id="hold-1"]')).to_have_count(1)
+
+    # Closing the app cancels the held call (app_closed) and takes the frame down.
+    await page.get_by_role("button", name="Close test-app").click()
+    await expect(page.locator("#app-area-frame iframe")).to_have_count(0)
+    await expect(page.locator("#app-area")).to_be_hidden()
+    held = await tool_result(client, "hold-1")
+    assert (held["status"], held["error"]["code"]) == ("cancelled", "app_closed")
+    assert client.web.surfaces.mounts() == []
+    page_watch.assert_clean()
