@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from lineup.protocol import (
     Envelope,
@@ -19,6 +19,9 @@ from lineup.protocol import (
     ProgressEnvelope,
     Sender,
     StatusEnvelope,
+    UiCloseEnvelope,
+    UiOpenEnvelope,
+    UiPatchEnvelope,
     decode,
     encode,
     payloads,
@@ -137,6 +140,36 @@ class Conversation:
     async def send_error(self, code: str, message: str, *, ref_id: str | None = None) -> int:
         payload = payloads.Error(code=code, message=message, ref_id=ref_id)
         return await self.send(self._make(ErrorEnvelope, "err", payload, None))
+
+    # --- surfaces (spec 000 §4) ----------------------------------------------------------
+
+    async def open_surface(
+        self,
+        app_id: str,
+        version: str,
+        *,
+        instance_id: str,
+        surface: str | None = None,
+        state: dict[str, Any] | None = None,
+        name: str | None = None,
+    ) -> int:
+        """Show one surface of an enabled app (exact ``version``, ``surface`` or its
+        first) in the conversation, with ``state``. The same ``instance_id`` again
+        replaces it. The person's events arrive as ``lineup.v1.ui.event``
+        (``Agent.on_event``); a surface the Runtime cannot show is answered with a
+        ``lineup.v1.error`` (``surface_unavailable``) naming this envelope."""
+        app = payloads.SurfaceApp(id=app_id, version=version, surface=surface, name=name)
+        payload = payloads.UiOpen(instance_id=instance_id, app=app, state=state or {})
+        return await self.send(self._make(UiOpenEnvelope, "uio", payload, None))
+
+    async def patch_surface(self, instance_id: str, state: dict[str, Any]) -> int:
+        """Replace the surface's state (never its code)."""
+        payload = payloads.UiPatch(instance_id=instance_id, state=state)
+        return await self.send(self._make(UiPatchEnvelope, "uip", payload, None))
+
+    async def close_surface(self, instance_id: str, reason: str | None = None) -> int:
+        payload = payloads.UiClose(instance_id=instance_id, reason=reason)
+        return await self.send(self._make(UiCloseEnvelope, "uic", payload, None))
 
     # --- asking the person ------------------------------------------------------------------
 

@@ -328,6 +328,10 @@ class WebHost:
             return b""
         if isinstance(frame, channel.AppCall):
             return _encode(await self.app_surfaces.call(frame))
+        if isinstance(frame, channel.MountUi):
+            return _encode(await self.app_surfaces.mount_ui(frame))
+        if isinstance(frame, channel.UiEventFrame):
+            return _encode(await self.app_surfaces.ui_event(frame))
         if isinstance(frame, channel.SendMessage):
             known = {c.id for c in await runtime.store.conversations()}
             if frame.conversation_id not in known:

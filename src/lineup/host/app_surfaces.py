@@ -1,6 +1,7 @@
-"""App surfaces in the Web Host: mounting a MiniApp instance's surface on the surface
-origin, relaying its MiniApp SDK requests to the Runtime, and taking it down when the
-Runtime closes the instance.
+"""Surfaces in the Web Host: mounting a MiniApp instance's surface (and a surface an
+agent opened with ``ui.open``) on the surface origin, relaying the MiniApp SDK's
+requests (and the person's ``ui.event``) to the Runtime, and taking surfaces down when
+the Runtime closes them.
 
 The shell asks to mount (``mount``) when it is about to show an instance; the Web Host
 reads the surface from the registry (the app version in use), mounts it with the SDK
@@ -21,12 +22,13 @@ import asyncio
 import logging
 from typing import Any
 
-from lineup.runtime import Runtime
+from lineup.runtime import Runtime, TimelineChanged, TimelineItem
 from lineup.runtime.apps.app_api import AppApiError
 from lineup.runtime.apps.focus import CloseSurfaces
 from lineup.runtime.apps.kernel import AppsChanged
 from lineup.runtime.apps.lifecycle import LIVE
 from lineup.runtime.apps.lifecycle import State as AppState
+from lineup.runtime.ui_surfaces import UiEventRefused
 
 from . import channel
 from .surface import SurfaceDocument, SurfaceOrigin, SurfaceRejected
@@ -41,6 +43,7 @@ class AppSurfaces:
         self.runtime = runtime
         self.origin = origin
         self._instance_of: dict[str, str] = {}  # mount id -> instance id
+        self._ui: dict[str, tuple[str, str, str]] = {}  # mount id -> (conv, instance, open id)
         self._tasks: set[asyncio.Task[None]] = set()
         runtime.subscribe(self._on_event)
 
@@ -75,6 +78,74 @@ class AppSurfaces:
     def unmount(self, mount_id: str) -> None:
         if self._instance_of.pop(mount_id, None) is not None:
             self.origin.unmount(mount_id)
+        if self._ui.pop(mount_id, None) is not None:
+            self.origin.unmount(mount_id)
+
+    # --- surfaces an agent opened ----------------------------------------------------------
+
+    async def mount_ui(self, frame: channel.MountUi) -> channel.UiMounted:
+        """Mount a surface the agent opened (the bridge only: no MiniApp SDK)."""
+        conversation_id, instance_id = frame.conversation_id, frame.instance_id
+
+        def answer(outcome: str, mount_id: str = "", url: str = "") -> channel.UiMounted:
+            return channel.UiMounted(
+                conversation_id=conversation_id,
+                instance_id=instance_id,
+                outcome=outcome,
+                mount_id=mount_id,
+                url=url,
+            )
+
+        store = self.runtime.store
+        record = await store.ui_surface(conversation_id, instance_id)
+        if record is None:
+            return answer("app_instance_not_found")
+        inline = await store.ui_inline_parts(conversation_id, record.open_envelope_id)
+        if inline is not None:
+            html, css, js = inline
+        else:
+            source = await self.runtime.registry.surface_version(
+                record.app_id, record.app_version, record.surface_id
+            )
+            if source is None:
+                return answer("surface_unavailable")
+            html, css, js = source.html, source.css, source.js
+        document = SurfaceDocument(
+            app_id=record.app_id,
+            app_version=record.app_version,
+            surface_id=record.surface_id or "inline",
+            html=html,
+            css=css,
+            js=js,
+        )
+        try:
+            mount = self.origin.mount(instance_id, document)
+        except SurfaceRejected as rejected:
+            return answer(str(rejected.code))
+        self._ui[mount.mount_id] = (conversation_id, instance_id, record.open_envelope_id)
+        return answer("accepted", mount.mount_id, mount.url)
+
+    async def ui_event(self, frame: channel.UiEventFrame) -> channel.UiEventReceipt:
+        found = self._ui.get(frame.mount_id)
+        outcome = "accepted"
+        if found is None:
+            outcome = "mount_not_found"
+        else:
+            conversation_id, instance_id, _ = found
+            try:
+                await self.runtime.ui_event(conversation_id, instance_id, frame.event, frame.data)
+            except UiEventRefused as refused:
+                outcome = refused.code
+        return channel.UiEventReceipt(mount_id=frame.mount_id, event=frame.event, outcome=outcome)
+
+    def ui_changed(self, item: TimelineItem) -> None:
+        """A surface the agent opened changed: once it is no longer open, its mounts go."""
+        surface = item.surface
+        if surface is None or surface.status == "open":
+            return
+        for mount_id, (conv, _, open_id) in list(self._ui.items()):
+            if conv == surface.conversation_id and open_id == surface.open_envelope_id:
+                self.unmount(mount_id)
 
     async def call(self, frame: channel.AppCall) -> channel.AppReply:
         instance_id = self._instance_of.get(frame.mount_id)
@@ -93,6 +164,9 @@ class AppSurfaces:
     # --- closing -----------------------------------------------------------------------------
 
     def _on_event(self, event: Any) -> None:
+        if isinstance(event, TimelineChanged):
+            self.ui_changed(event.item)
+            return
         if not isinstance(event, AppsChanged):
             return
         for effect in event.effects:

@@ -101,6 +101,23 @@ class AppCall(_In, frozen=True, tag="app_call"):
     params: dict[str, Any]
 
 
+class MountUi(_In, frozen=True, tag="mount_ui"):
+    """The shell is about to show a surface the agent opened (its ``ui.open`` row):
+    mount it (bridge only, no MiniApp SDK). Answered with a ``UiMounted``."""
+
+    conversation_id: Id
+    instance_id: Id
+
+
+class UiEventFrame(_In, frozen=True, tag="ui_event"):
+    """The person's event from the frame of ``mount_id`` (the shell checked name and
+    data), for the agent as ``lineup.v1.ui.event``. Answered with a ``UiEventReceipt``."""
+
+    mount_id: MountId
+    event: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z][A-Za-z0-9._:-]{0,63}$")]
+    data: dict[str, Any]
+
+
 ShellFrame = (
     Hello
     | SendMessage
@@ -113,6 +130,8 @@ ShellFrame = (
     | MountRequest
     | UnmountRequest
     | AppCall
+    | MountUi
+    | UiEventFrame
 )
 
 
@@ -123,7 +142,7 @@ class ItemView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     conversation_id: str
     envelope_id: str
     seq: int | None
-    kind: Literal["message", "status", "progress", "error", "interaction", "unsupported"]
+    kind: Literal["message", "status", "progress", "error", "interaction", "surface", "unsupported"]
     sender: Literal["agent", "user", "runtime"]
     sender_id: str = ""
     state: str
@@ -259,6 +278,29 @@ class Mounted(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="mo
     outcome: str
     mount_id: str = ""
     url: str = ""
+
+
+class UiMounted(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="ui_mounted"):
+    """The surface ``instance_id`` of the conversation is at ``url`` (served once), or
+    why not (``app_instance_not_found``, ``surface_unavailable``, ``surface_invalid``,
+    ``surface_too_large``)."""
+
+    conversation_id: str
+    instance_id: str
+    outcome: str
+    mount_id: str = ""
+    url: str = ""
+
+
+class UiEventReceipt(
+    msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="ui_event_receipt"
+):
+    """``accepted`` (on its way to the agent), or why not (``mount_not_found``,
+    ``app_instance_not_found``, ``event_not_declared``, ``malformed_envelope``)."""
+
+    mount_id: str
+    event: str
+    outcome: str
 
 
 class AppReply(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="app_reply"):

@@ -22,6 +22,10 @@ from lineup.protocol import (
     ToolCallEnvelope,
     ToolProgressEnvelope,
     ToolResultEnvelope,
+    UiCloseEnvelope,
+    UiEventEnvelope,
+    UiOpenEnvelope,
+    UiPatchEnvelope,
     decode,
 )
 from lineup.protocol.interactions import KIND_BY_TOOL
@@ -33,7 +37,7 @@ from lineup.runtime.records import InteractionRecord, TimelineItem
 
 from .channel import AppInstanceView, AppSessionView, AppsView, ItemView
 
-Kind = Literal["message", "status", "progress", "error", "interaction", "unsupported"]
+Kind = Literal["message", "status", "progress", "error", "interaction", "surface", "unsupported"]
 
 HIDDEN = (
     ClientInventoryEnvelope,
@@ -43,10 +47,14 @@ HIDDEN = (
     InteractionDismissEnvelope,
     AppSessionOpenedEnvelope,
     AppSessionClosedEnvelope,
+    UiPatchEnvelope,
+    UiCloseEnvelope,
+    UiEventEnvelope,
 )
 """Runtime bookkeeping, not content: the inventory, results (shown on their card),
-the agent's dismiss control, and app sub-session notices to the agent (the IM shows
-each sub-session as a group of its own: ``group_view``)."""
+the agent's dismiss control, app sub-session notices to the agent (the IM shows each
+sub-session as a group of its own: ``group_view``), and a surface's patches, close and
+events (its ``ui.open`` row shows the surface as it is now)."""
 Sender = Literal["agent", "user", "runtime"]
 
 
@@ -122,6 +130,19 @@ def item_view(item: TimelineItem, *, unread: bool = False) -> ItemView | None:
     elif isinstance(envelope, ToolCallEnvelope) and item.interaction is not None:
         kind = "interaction"
         data = interaction_data(item.interaction)
+    elif isinstance(envelope, UiOpenEnvelope) and item.surface is not None:
+        kind = "surface"
+        surface = item.surface
+        data = {
+            "instance_id": surface.instance_id,
+            "app_id": surface.app_id,
+            "app_version": surface.app_version,
+            "surface_id": surface.surface_id or "",
+            "name": envelope.payload.app.name or surface.app_id,
+            "status": surface.status,
+            "reason": surface.reason or "",
+            "state": msgspec.json.decode(surface.state),
+        }
     else:
         kind = "unsupported"
         data = {"type": item.type[:128]}

@@ -40,6 +40,10 @@ class ErrorCode(StrEnum):
     TOOL_TIMEOUT = "tool_timeout"
     CALL_NOT_FOUND = "call_not_found"
 
+    # Surfaces (spec 000 §4, spec 002 §9.1): what the Runtime answers an agent's ui.*.
+    SURFACE_UNAVAILABLE = "surface_unavailable"
+    SURFACE_INVALID = "surface_invalid"
+
     # Standard interactions (spec 002 §7.3): the Runtime's answers to the agent and
     # to the person.
     APP_SESSION_NOT_FOUND = "app_session_not_found"

@@ -43,6 +43,27 @@ class TimelineItem:
     created_at: str
     interaction: InteractionRecord | None = None
     """For a ``tool.call`` that started a standard interaction: its current record."""
+    surface: SurfaceRecord | None = None
+    """For a ``ui.open``: the surface it opened, as it is now."""
+
+
+@dataclass(frozen=True, slots=True)
+class SurfaceRecord:
+    """One surface an agent opened, as the timeline shows it (on its ``ui.open``
+    row). The inline parts, if any, are read only when mounting."""
+
+    conversation_id: str
+    open_envelope_id: str
+    instance_id: str
+    app_id: str
+    app_version: str
+    surface_id: str | None
+    state: bytes
+    status: str
+    """``open``, ``closed``, ``replaced`` or ``unavailable``."""
+    reason: str | None
+    updated_at: str
+    inline: bool
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,10 +13,11 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 import msgspec
@@ -120,8 +121,13 @@ class Runtime:
         clock: Callable[[], datetime] | None = None,
         backoff: Backoff | None = None,
         known_scopes: frozenset[str] = frozenset({DEFAULT_SCOPE}),
+        inline_surfaces: Collection[str] = (),
     ) -> None:
+        """``inline_surfaces``: dev mode only, the integrities of inline surface
+        bundles (``ui.open`` with ``html``/``css``/``js``) this Runtime accepts; empty
+        (the default) accepts none."""
         self.data_dir = Path(data_dir)
+        self.inline_surfaces = frozenset(inline_surfaces)
         self._clock = clock or (lambda: datetime.now(UTC))
         self.store = RuntimeStore(self.data_dir / STORE_FILE, clock=self._clock)
         self._backoff = backoff
@@ -385,6 +391,20 @@ class Runtime:
     def _stamp(self) -> str:
         return self._clock().astimezone(UTC).isoformat(timespec="milliseconds")
 
+    async def ui_event(
+        self, conversation_id: str, instance_id: str, name: str, data: dict[str, Any]
+    ) -> None:
+        """The person acted in a surface the agent opened: send the agent a
+        ``lineup.v1.ui.event`` (``close`` also ends the surface). Raises
+        ``ui_surfaces.UiEventRefused`` with a stable code."""
+        outcome = await self.store.ui_event(conversation_id, instance_id, name, data)
+        for envelope_id in outcome.changed:
+            item = await self.store.item(conversation_id, envelope_id)
+            if item is not None:
+                self._emit(TimelineChanged(item))
+        for outgoing in outcome.outbox:
+            self._start_send(outgoing)
+
     async def grant_capability(
         self, app_id: str, name: str, *, version: str = "1.0", risk: str = "user_confirmation"
     ) -> ClientInventory:
@@ -484,7 +504,9 @@ class Runtime:
             batch, self._incoming = self._incoming, []
             if not batch:
                 continue
-            applied = await self.store.apply_received(batch, lifecycle=self.tools.lifecycle)
+            applied = await self.store.apply_received(
+                batch, lifecycle=self.tools.lifecycle, inline_surfaces=self.inline_surfaces
+            )
             self.tools.adopt(tuple(applied.lifecycle))
             if applied.bound:
                 self._emit(ToolCallsChanged(frozenset(applied.bound)))

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from lineup.db import SQLiteDatabase
 from lineup.protocol.payloads import ClientInventory
 
-from . import interaction_store, migrations
+from . import interaction_store, migrations, ui_surfaces
 from .interaction_store import Outcome
 from .records import (
     AuditRow,
@@ -28,6 +28,7 @@ from .records import (
     OutboxItem,
     Received,
     Session,
+    SurfaceRecord,
     TimelineItem,
 )
 from .tables import TIMELINE_SELECT, audit, get_item, queue, timeline_item
@@ -117,7 +118,11 @@ class RuntimeStore:
     # --- receiving ---------------------------------------------------------------------------
 
     async def apply_received(
-        self, items: Sequence[Received], *, lifecycle: LifecycleHook | None = None
+        self,
+        items: Sequence[Received],
+        *,
+        lifecycle: LifecycleHook | None = None,
+        inline_surfaces: frozenset[str] = frozenset(),
     ) -> Applied:
         """Store received envelopes, their inbox rows and the new cursors atomically.
 
@@ -127,9 +132,34 @@ class RuntimeStore:
         ordinary tool (or is refused with one ``rejected`` result), and an
         ``interaction.dismiss`` is applied, in the same transaction. ``lifecycle``:
         how the router runs instance operations (the kernel's hook; by default
-        straight on the store).
+        straight on the store). An agent's ``ui.*`` is applied too
+        (``ui_surfaces``; ``inline_surfaces``: the dev-mode allowlist of inline
+        bundle integrities).
         """
-        return await self._db.write(_apply_received_txn, list(items), self._now(), lifecycle)
+        return await self._db.write(
+            _apply_received_txn, list(items), self._now(), lifecycle, inline_surfaces
+        )
+
+    # --- surfaces an agent opened --------------------------------------------------------------
+
+    async def ui_event(
+        self, conversation_id: str, instance_id: str, name: str, data: dict[str, Any]
+    ) -> ui_surfaces.UiOutcome:
+        """The person's event from a surface (see ``ui_surfaces.event``)."""
+        return await self._db.write(
+            ui_surfaces.event, conversation_id, instance_id, name, data, self._now()
+        )
+
+    async def item(self, conversation_id: str, envelope_id: str) -> TimelineItem | None:
+        return await self._db.read(get_item, conversation_id, envelope_id)
+
+    async def ui_surface(self, conversation_id: str, instance_id: str) -> SurfaceRecord | None:
+        return await self._db.read(ui_surfaces.record_of, conversation_id, instance_id)
+
+    async def ui_inline_parts(
+        self, conversation_id: str, open_envelope_id: str
+    ) -> tuple[str, str, str] | None:
+        return await self._db.read(ui_surfaces.inline_parts, conversation_id, open_envelope_id)
 
     # --- interactions ------------------------------------------------------------------------
 
@@ -361,6 +391,7 @@ def _apply_received_txn(
     items: list[Received],
     now: str,
     lifecycle: LifecycleHook | None = None,
+    inline_surfaces: frozenset[str] = frozenset(),
 ) -> Applied:
     from .apps import router  # the router imports the kernel, which imports this module
 
@@ -457,6 +488,14 @@ def _apply_received_txn(
                 outcome = interaction_store.dismiss(conn, item.conversation_id, item.dismiss, now)
                 if outcome.card is not None:
                     applied.append(outcome.card)
+            elif item.type in ui_surfaces.UI_TYPES and item.sender_kind == "agent":
+                ui = ui_surfaces.apply(conn, item, now, inline_allowlist=inline_surfaces)
+                outbox.extend(ui.outbox)
+                for envelope_id in ui.changed:
+                    if envelope_id != item.envelope_id:
+                        shown = get_item(conn, item.conversation_id, envelope_id)
+                        if shown is not None:
+                            applied.append(shown)
             if outcome is not None and outcome.outbox is not None:
                 outbox.append(outcome.outbox)
         stored = get_item(conn, item.conversation_id, item.envelope_id)

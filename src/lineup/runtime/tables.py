@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from lineup.protocol import Envelope, Rejection, Sender, decode, encode
 
-from .records import InteractionRecord, OutboxItem, TimelineItem
+from .records import InteractionRecord, OutboxItem, SurfaceRecord, TimelineItem
 
 E = TypeVar("E", bound=Envelope)
 
@@ -40,11 +40,16 @@ TIMELINE_SELECT = (
     "SELECT t.id, t.conversation_id, t.envelope_id, t.seq, t.type, t.sender_kind, t.body,"
     " t.state, t.error_code, t.created_at, i.id, i.conversation_id, i.call_id, i.envelope_id,"
     " i.agent_id, i.app_session_id, i.tool, i.arguments, i.state, i.created_at, i.expires_at,"
-    " i.final_at, i.result, i.code"
+    " i.final_at, i.result, i.code,"
+    " s.conversation_id, s.open_envelope_id, s.instance_id, s.app_id, s.app_version,"
+    " s.surface_id, s.state, s.status, s.reason, s.updated_at, s.html IS NOT NULL"
     " FROM timeline t LEFT JOIN interactions i"
     " ON i.conversation_id = t.conversation_id AND i.envelope_id = t.envelope_id"
+    " LEFT JOIN ui_surfaces s"
+    " ON s.conversation_id = t.conversation_id AND s.open_envelope_id = t.envelope_id"
 )
-"""Timeline rows with the interaction each ``tool.call`` row started, if any."""
+"""Timeline rows with the interaction each ``tool.call`` row started and the surface
+each ``ui.open`` row opened, if any."""
 
 
 def interaction(row: Sequence[Any]) -> InteractionRecord:
@@ -78,7 +83,24 @@ def timeline_item(row: Sequence[Any]) -> TimelineItem:
         row[7],
         row[8],
         row[9],
-        interaction(row[10:]) if row[10] is not None else None,
+        interaction(row[10:24]) if row[10] is not None else None,
+        surface_record(row[24:]) if row[24] is not None else None,
+    )
+
+
+def surface_record(row: Sequence[Any]) -> SurfaceRecord:
+    return SurfaceRecord(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        row[5],
+        bytes(row[6]),
+        row[7],
+        row[8],
+        row[9],
+        bool(row[10]),
     )
 
 

@@ -32,6 +32,14 @@ import {
 import { focusedRecord, initDock, onAppReceipt, onApps, request as requestApp } from "./dock.js";
 import { initSurfaces, onAppPush, onAppReply, onMounted, resetSurfaces } from "./surfaces.js";
 import {
+  initUiCards,
+  onUiEventReceipt,
+  onUiMounted,
+  renderSurfaceCard,
+  resetUiCards,
+  updateSurfaceCard,
+} from "./ui_cards.js";
+import {
   initOverlay,
   overlayRow,
   overlayShows,
@@ -62,6 +70,7 @@ initCards({
 });
 initDock({ send, onFocus: refreshOverlay });
 initSurfaces({ send });
+initUiCards({ send });
 initOverlay({
   renderItem,
   swap,
@@ -122,6 +131,8 @@ function renderItem(item) {
     renderInteraction(item, li);
   } else if (item.kind === "app_session") {
     renderGroup(item, li);
+  } else if (item.kind === "surface") {
+    renderSurfaceCard(item, li);
   } else if (item.kind === "status") {
     li.textContent = item.data.text || item.data.state;
   } else if (item.kind === "progress") {
@@ -294,6 +305,7 @@ function rerender(key) {
   }
   const cached = rendered.get(key);
   if (!cached || !cached.li.isConnected) return;
+  if (cached.item.kind === "surface") return; // updated in place, never rebuilt
   const timeline = $("timeline");
   const atBottom = timeline.scrollHeight - timeline.scrollTop - timeline.clientHeight < 80;
   const li = renderItem(cached.item);
@@ -326,6 +338,11 @@ function redraw() {
     if (cached && cached.item === item) return cached.li;
     if (item.kind === "app_session" && cached && cached.li.isConnected) {
       updateGroup(item, cached.li); // in place: its cards keep their state
+      rendered.set(item.key, { item, li: cached.li });
+      return cached.li;
+    }
+    if (item.kind === "surface" && cached && cached.li.isConnected) {
+      updateSurfaceCard(item, cached.li); // in place: its frame keeps running
       rendered.set(item.key, { item, li: cached.li });
       return cached.li;
     }
@@ -363,9 +380,14 @@ function placeOne(item) {
   if (cached) {
     if (!cached.li.isConnected) return false;
     if (!fits(cached.li.previousElementSibling, cached.li.nextElementSibling)) return false;
-    const li = renderItem(item);
-    swap(cached.li, li);
-    rendered.set(item.key, { item, li });
+    if (item.kind === "surface") {
+      updateSurfaceCard(item, cached.li); // in place: its frame keeps running
+      rendered.set(item.key, { item, li: cached.li });
+    } else {
+      const li = renderItem(item);
+      swap(cached.li, li);
+      rendered.set(item.key, { item, li });
+    }
   } else {
     const last = list.lastElementChild;
     if (last && (!rendered.has(Number(last.dataset.key)) || !fits(last, null))) return false;
@@ -437,6 +459,7 @@ function onSnapshot(frame) {
   }
   setConnection(frame.connection);
   resetSurfaces();
+  resetUiCards();
   onApps(frame.apps);
   redraw();
   fillScreen();
@@ -482,6 +505,12 @@ function onFrame(frame) {
       break;
     case "app_push":
       onAppPush(frame);
+      break;
+    case "ui_mounted":
+      onUiMounted(frame);
+      break;
+    case "ui_event_receipt":
+      onUiEventReceipt(frame);
       break;
     case "history": {
       const timeline = $("timeline");

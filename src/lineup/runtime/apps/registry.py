@@ -90,6 +90,7 @@ __all__ = [
     "revoke_capability",
     "set_enabled",
     "surface_of",
+    "surface_of_version",
 ]
 
 INITIAL_REVISION = "inv-1"
@@ -308,13 +309,21 @@ def surface_of(
     found = row.fetchone()
     if found is None:
         return None
-    manifest = manifest_of(conn, found[0])
+    return surface_of_version(conn, found[0], found[1], surface_id)
+
+
+def surface_of_version(
+    conn: sqlite3.Connection, app_id: str, version: str, surface_id: str | None = None
+) -> SurfaceSource | None:
+    """The surface ``surface_id`` (by default the first) of ``app_id`` at exactly
+    ``version``, from its stored files; ``None`` without one."""
+    manifest = manifest_of(conn, app_id, version)
     if manifest is None:
         return None
     files = dict(
         conn.execute(
             "SELECT path, body FROM app_files WHERE app_id = ? AND version = ?",
-            (found[0], found[1]),
+            (app_id, version),
         ).fetchall()
     )
     return surface_source(manifest, {k: bytes(v) for k, v in files.items()}, surface_id)
@@ -585,6 +594,11 @@ class AppRegistry:
 
     async def surface(self, app_scope: str, surface_id: str | None = None) -> SurfaceSource | None:
         return await self._store.db.read(surface_of, app_scope, surface_id)
+
+    async def surface_version(
+        self, app_id: str, version: str, surface_id: str | None
+    ) -> SurfaceSource | None:
+        return await self._store.db.read(surface_of_version, app_id, version, surface_id)
 
     async def enable(self, app_id: str) -> AppEntry:
         return await self._set(app_id, True)

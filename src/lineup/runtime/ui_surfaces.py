@@ -1,0 +1,273 @@
+"""Surfaces an agent opens in the conversation (spec 000 §4): ``ui.open``,
+``ui.patch``, ``ui.close`` and the person's ``ui.event``, persisted.
+
+The agent may only request. ``ui.open`` names an enabled app, the exact version in
+use and one of its surfaces (``app.surface``, else its first); anything else is
+``surface_unavailable`` and nothing is mounted: the card shows a safe notice and the
+agent gets one ``lineup.v1.error`` naming the envelope (``ref_id``). An inline bundle
+(``html``/``css``/``js``) is accepted only in dev mode, when its ``integrity`` is on the
+Runtime's allowlist and matches the parts (``inline_integrity``); else it is
+``surface_unavailable`` (not in dev mode, or not allowlisted) or ``surface_invalid``
+(the digest does not match). A second ``ui.open`` of the same ``instance_id`` replaces
+the first (``replaced``). ``ui.patch`` replaces the state, a JSON object, and can
+never touch code; ``ui.close`` ends the surface. A patch or close of an instance
+that is not open gets ``app_instance_not_found``.
+
+The person's events (``event``) are checked against the surface's declared events
+(the manifest's ``events``; ``close`` always) and sent to the agent as
+``lineup.v1.ui.event``; ``close`` also ends the surface. Everything here runs in
+writer transactions; logs and audit rows carry ids and codes only.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import sqlite3
+import uuid
+from collections.abc import Collection
+from dataclasses import dataclass
+
+import msgspec
+
+from lineup.protocol import (
+    ErrorCode,
+    ErrorEnvelope,
+    UiCloseEnvelope,
+    UiEventEnvelope,
+    UiOpenEnvelope,
+    UiPatchEnvelope,
+    decode,
+    payloads,
+)
+
+from .apps import registry
+from .records import OutboxItem, Received, SurfaceRecord
+from .tables import audit, queue_from_runtime, surface_record
+
+__all__ = [
+    "UI_TYPES",
+    "UiOutcome",
+    "apply",
+    "event",
+    "inline_integrity",
+    "record_of",
+]
+
+UI_TYPES = frozenset(
+    {"lineup.v1.ui.open", "lineup.v1.ui.patch", "lineup.v1.ui.close", "lineup.v1.ui.event"}
+)
+
+
+SURFACE_COLUMNS = (
+    "s.conversation_id, s.open_envelope_id, s.instance_id, s.app_id, s.app_version,"
+    " s.surface_id, s.state, s.status, s.reason, s.updated_at, s.html IS NOT NULL"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class UiOutcome:
+    """What one ``ui.*`` envelope did: the ``ui.open`` rows to show again, and the
+    envelopes queued for the agent."""
+
+    changed: tuple[str, ...] = ()
+    outbox: tuple[OutboxItem, ...] = ()
+
+
+def inline_integrity(html: str, css: str, js: str) -> str:
+    """The ``integrity`` of an inline bundle: ``sha256-`` and the base64 SHA-256 of
+    the UTF-8 of ``html``, ``css`` and ``js`` joined by NUL characters."""
+    digest = hashlib.sha256("\0".join((html, css, js)).encode("utf-8")).digest()
+    return "sha256-" + base64.b64encode(digest).decode("ascii")
+
+
+def record_of(
+    conn: sqlite3.Connection, conversation_id: str, instance_id: str
+) -> SurfaceRecord | None:
+    """The open surface ``instance_id`` of the conversation, if any."""
+    row = conn.execute(
+        f"SELECT {SURFACE_COLUMNS} FROM ui_surfaces s"  # noqa: S608
+        " WHERE s.conversation_id = ? AND s.instance_id = ? AND s.status = 'open'",
+        (conversation_id, instance_id),
+    ).fetchone()
+    return None if row is None else surface_record(row)
+
+
+def inline_parts(
+    conn: sqlite3.Connection, conversation_id: str, open_envelope_id: str
+) -> tuple[str, str, str] | None:
+    row = conn.execute(
+        "SELECT html, css, js FROM ui_surfaces WHERE conversation_id = ?"
+        " AND open_envelope_id = ? AND html IS NOT NULL",
+        (conversation_id, open_envelope_id),
+    ).fetchone()
+    return None if row is None else (row[0], row[1] or "", row[2] or "")
+
+
+def _error(
+    conn: sqlite3.Connection, conversation_id: str, ref_id: str, code: ErrorCode, now: str
+) -> OutboxItem:
+    payload = payloads.Error(code=code.value, message=_MESSAGES[code], ref_id=ref_id)
+    envelope_id = f"err_{uuid.uuid4().hex}"
+    return queue_from_runtime(conn, ErrorEnvelope, envelope_id, conversation_id, payload, now)
+
+
+_MESSAGES = {
+    ErrorCode.SURFACE_UNAVAILABLE: "no such enabled app version and surface here",
+    ErrorCode.SURFACE_INVALID: "the inline bundle does not match its integrity",
+    ErrorCode.APP_INSTANCE_NOT_FOUND: "no open surface with this instance_id",
+}
+
+
+def apply(
+    conn: sqlite3.Connection, item: Received, now: str, *, inline_allowlist: Collection[str]
+) -> UiOutcome:
+    """Apply one stored ``ui.*`` envelope from the agent."""
+    envelope = decode(item.body)
+    if isinstance(envelope, UiOpenEnvelope):
+        return _open(conn, envelope, now, inline_allowlist)
+    if isinstance(envelope, UiPatchEnvelope):
+        return _patch(conn, envelope, now)
+    if isinstance(envelope, UiCloseEnvelope):
+        return _close(conn, envelope, now)
+    return UiOutcome()  # ui.event is ours (the Runtime sends it): nothing to apply
+
+
+def _open(
+    conn: sqlite3.Connection, envelope: UiOpenEnvelope, now: str, allowlist: Collection[str]
+) -> UiOutcome:
+    p = envelope.payload
+    app = p.app
+    conversation_id = envelope.conversation_id
+    code: ErrorCode | None = None
+    surface_id = app.surface
+    inline = app.html is not None or app.css is not None or app.js is not None
+    parts = (app.html or "", app.css or "", app.js or "")
+    if inline:
+        if app.integrity not in allowlist:
+            code = ErrorCode.SURFACE_UNAVAILABLE
+        elif inline_integrity(*parts) != app.integrity:
+            code = ErrorCode.SURFACE_INVALID
+    else:
+        entry = registry.entries(conn, enabled_only=True)
+        found = next((e for e in entry if e.app_id == app.id and e.version == app.version), None)
+        manifest = None if found is None else registry.manifest_of(conn, app.id, app.version)
+        surfaces = [] if manifest is None else [s.id for s in manifest.surfaces]
+        if surface_id is None and surfaces:
+            surface_id = surfaces[0]
+        if surface_id not in surfaces:
+            code = ErrorCode.SURFACE_UNAVAILABLE
+    changed = [envelope.id]
+    replaced = conn.execute(
+        "SELECT open_envelope_id FROM ui_surfaces WHERE conversation_id = ? AND instance_id = ?"
+        " AND status = 'open'",
+        (conversation_id, p.instance_id),
+    ).fetchall()
+    conn.execute(
+        "UPDATE ui_surfaces SET status = 'replaced', reason = 'replaced', updated_at = ?"
+        " WHERE conversation_id = ? AND instance_id = ? AND status = 'open'",
+        (now, conversation_id, p.instance_id),
+    )
+    changed.extend(str(r[0]) for r in replaced)
+    conn.execute(
+        "INSERT OR IGNORE INTO ui_surfaces (conversation_id, open_envelope_id, instance_id,"
+        " app_id, app_version, surface_id, state, status, reason, html, css, js, updated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            conversation_id,
+            envelope.id,
+            p.instance_id,
+            app.id,
+            app.version,
+            surface_id,
+            msgspec.json.encode(p.state),
+            "open" if code is None else "unavailable",
+            None if code is None else code.value,
+            parts[0] if inline and code is None else None,
+            parts[1] if inline and code is None else None,
+            parts[2] if inline and code is None else None,
+            now,
+        ),
+    )
+    subject = f"{conversation_id}/{p.instance_id}"
+    audit(conn, now, "agent", "ui.open", subject, "refused" if code else "opened", code)
+    if code is None:
+        return UiOutcome(tuple(changed))
+    return UiOutcome(tuple(changed), (_error(conn, conversation_id, envelope.id, code, now),))
+
+
+def _patch(conn: sqlite3.Connection, envelope: UiPatchEnvelope, now: str) -> UiOutcome:
+    p = envelope.payload
+    record = record_of(conn, envelope.conversation_id, p.instance_id)
+    if record is None:
+        code = ErrorCode.APP_INSTANCE_NOT_FOUND
+        error = _error(conn, envelope.conversation_id, envelope.id, code, now)
+        return UiOutcome((), (error,))
+    conn.execute(
+        "UPDATE ui_surfaces SET state = ?, updated_at = ? WHERE conversation_id = ?"
+        " AND open_envelope_id = ?",
+        (msgspec.json.encode(p.state), now, record.conversation_id, record.open_envelope_id),
+    )
+    return UiOutcome((record.open_envelope_id,))
+
+
+def _end(conn: sqlite3.Connection, record: SurfaceRecord, reason: str, now: str) -> None:
+    conn.execute(
+        "UPDATE ui_surfaces SET status = 'closed', reason = ?, updated_at = ?"
+        " WHERE conversation_id = ? AND open_envelope_id = ?",
+        (reason, now, record.conversation_id, record.open_envelope_id),
+    )
+
+
+def _close(conn: sqlite3.Connection, envelope: UiCloseEnvelope, now: str) -> UiOutcome:
+    p = envelope.payload
+    record = record_of(conn, envelope.conversation_id, p.instance_id)
+    if record is None:
+        code = ErrorCode.APP_INSTANCE_NOT_FOUND
+        error = _error(conn, envelope.conversation_id, envelope.id, code, now)
+        return UiOutcome((), (error,))
+    _end(conn, record, p.reason or "closed", now)
+    audit(conn, now, "agent", "ui.close", f"{record.conversation_id}/{p.instance_id}", "closed")
+    return UiOutcome((record.open_envelope_id,))
+
+
+class UiEventRefused(Exception):
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def event(
+    conn: sqlite3.Connection,
+    conversation_id: str,
+    instance_id: str,
+    name: str,
+    data: dict[str, object],
+    now: str,
+) -> UiOutcome:
+    """The person's event from an open surface: checked, then queued to the agent as
+    ``lineup.v1.ui.event``; ``close`` also ends the surface. Raises
+    ``UiEventRefused`` (``app_instance_not_found``, ``event_not_declared``, or the
+    decoder's code for data the protocol refuses)."""
+    record = record_of(conn, conversation_id, instance_id)
+    if record is None:
+        raise UiEventRefused(ErrorCode.APP_INSTANCE_NOT_FOUND.value)
+    if name != "close" and not record.inline:
+        manifest = registry.manifest_of(conn, record.app_id, record.app_version)
+        surfaces = manifest.surfaces if manifest else []
+        declared = next((s.events for s in surfaces if s.id == record.surface_id), [])
+        if name not in declared:
+            raise UiEventRefused("event_not_declared")
+    try:
+        payload = payloads.UiEvent(instance_id=instance_id, event=name, data=data)
+        item = queue_from_runtime(
+            conn, UiEventEnvelope, f"uie_{uuid.uuid4().hex}", conversation_id, payload, now
+        )
+    except (ValueError, msgspec.ValidationError) as exc:
+        raise UiEventRefused(ErrorCode.MALFORMED_ENVELOPE.value) from exc
+    changed: tuple[str, ...] = ()
+    if name == "close":
+        _end(conn, record, "user", now)
+        changed = (record.open_envelope_id,)
+    audit(conn, now, "user", "ui.event", f"{conversation_id}/{instance_id}", "sent")
+    return UiOutcome(changed, (item,))
