@@ -67,6 +67,15 @@ async def test_an_app_surface_takes_tool_calls_keeps_state_and_closes(
     assert (await tool_result(client, "echo-1"))["result"] == {"text": "hello"}
     assert (await tool_result(client, "slow-1"))["result"] == {"done": True}
 
+    # An envelope for the app's scope reaches its inbox (pushed, listed, acknowledged).
+    conversation = await chat_id(client)
+    note = client.pair.agent.envelope(
+        conversation, kind="lineup.v1.message", payload={"text": "for the app"}
+    )
+    note["target"] = {"app_scope": "test-app"}
+    assert (await client.pair.agent.post(conversation, note)).status_code == 201
+    await expect(frame.locator("#inbox li")).to_have_text(["for the app"])
+
     # The app's own state lives in the Runtime: it survives a reload of the shell.
     await frame.get_by_role("button", name="Click").click()
     await frame.get_by_role("button", name="Click").click()
@@ -82,6 +91,7 @@ async def test_an_app_surface_takes_tool_calls_keeps_state_and_closes(
     await expect(frame.locator("body")).to_have_attribute("data-ready", "true")
     await expect(frame.locator("#count")).to_have_text("2")
     await expect(frame.locator('[data-call-id="hold-1"]')).to_have_count(1)
+    await expect(frame.locator("#inbox li")).to_have_count(0)  # acknowledged: not again
 
     # Closing the app cancels the held call (app_closed) and takes the frame down.
     await page.get_by_role("button", name="Close test-app").click()

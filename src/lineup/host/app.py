@@ -232,7 +232,7 @@ class WebHost:
                 # A sub-session opened or closed with its instance: its group follows.
                 groups.instances(i for e in event.effects if (i := getattr(e, "instance_id", None)))
             elif isinstance(event, ToolCallsChanged):
-                frame = channel.AppPush(instance_ids=sorted(event.instance_ids), topic="tools")
+                frame = channel.AppPush(instance_ids=sorted(event.instance_ids), topic=event.topic)
             else:
                 return
             # A tab this far behind is hopeless; it resyncs on reload.

@@ -316,7 +316,7 @@ class AppReply(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="a
 
 class AppPush(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="app_push"):
     """To every tab: something changed for these instances' apps (``topic``
-    ``tools``): the tab that shows one nudges its frame to ask again."""
+    ``tools`` or ``inbox``): the tab that shows one nudges its frame to ask again."""
 
     instance_ids: list[str]
     topic: str

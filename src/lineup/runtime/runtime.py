@@ -89,10 +89,12 @@ class ConnectionChanged:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallsChanged:
-    """Calls bound to these instances arrived or ended: their apps should list them
-    again (the MiniApp SDK's ``tools.list``)."""
+    """Something for these instances' apps arrived: calls bound to them arrived or
+    ended (``topic`` ``tools``: the MiniApp SDK lists them again), or envelopes for
+    their app scope reached the inbox (``inbox``)."""
 
     instance_ids: frozenset[str]
+    topic: str = "tools"
 
 
 RuntimeEvent = TimelineChanged | ConnectionChanged | AppsChanged | ToolCallsChanged
@@ -511,6 +513,14 @@ class Runtime:
             if applied.bound:
                 self._emit(ToolCallsChanged(frozenset(applied.bound)))
             self._cursors.update(applied.cursors)
+            inboxed = {(r.app_scope, r.conversation_id) for r in batch if r.app_scope}
+            readers = {
+                record.instance_id
+                for record in self.apps.instances().live()
+                if (record.app_scope, record.conversation_id) in inboxed
+            }
+            if readers:
+                self._emit(ToolCallsChanged(frozenset(readers), "inbox"))
             for item in applied.items:
                 self._emit(TimelineChanged(item))
             for outgoing in applied.outbox:

@@ -49,5 +49,13 @@ async function work(call) {
       document.body.dataset.error = error.code || "error";
     });
   });
+  LineUpApp.inbox.subscribe(async (items) => {
+    for (const item of items) {
+      const row = document.createElement("li");
+      row.textContent = item.payload?.text ?? item.type;
+      document.getElementById("inbox").append(row);
+      await LineUpApp.inbox.acknowledge(item.inbox_id);
+    }
+  });
   document.body.dataset.ready = "true";
 })();
