@@ -162,10 +162,12 @@ async def one_run(page: Page, conversation: Conversation, n: int) -> dict[str, f
     }
 
 
-async def bench(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    server_port, host_port = free_port(), free_port()
-    server_dir, client_dir = work / "server", work / "client"
-    env = {**os.environ, "XDG_STATE_HOME": str(work / "state")}
+def stack_commands(
+    work: Path, server_dir: Path, client_dir: Path, server_port: int, host_port: int
+) -> tuple[str, str, list[str], list[str]]:
+    """Add the benchmark's user and agent to a fresh AppServer data dir; return the
+    agent key, the AppServer URL and the ``lineup server`` / ``lineup client``
+    commands to run."""
     cli(
         "server",
         "--data-dir",
@@ -195,6 +197,16 @@ async def bench(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "--agent",
         "bench-agent",
     ]
+    return key, server_url, server_cmd, client_cmd
+
+
+async def bench(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    server_port, host_port = free_port(), free_port()
+    server_dir, client_dir = work / "server", work / "client"
+    env = {**os.environ, "XDG_STATE_HOME": str(work / "state")}
+    key, server_url, server_cmd, client_cmd = stack_commands(
+        work, server_dir, client_dir, server_port, host_port
+    )
     with process(server_cmd, work / "server.log", env):
         wait_until(lambda: page_ok(server_port, "/healthz"), "the AppServer")
         with process(client_cmd, work / "client.log", env):
