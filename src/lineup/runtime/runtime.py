@@ -158,7 +158,7 @@ class Runtime:
         """Installed and enabled apps; the inventory they make."""
         self.tools = ToolRouter(self.store, self.apps, clock=self._clock, send=self._start_send)
         """The Tool Router's app side: results, timeouts, acks of ordinary tool calls."""
-        self.app_api = AppApi(self.store, self.apps, self.tools, self.registry, clock=self._clock)
+        self.app_api = AppApi(self.store, self.apps, self.tools, clock=self._clock)
         """What a MiniApp may ask (the MiniApp SDK's requests, through a host)."""
         self._scopes = self._known_scopes
 

@@ -35,7 +35,7 @@ async def api(h: RouterHarness) -> AppApi:
     registry = AppRegistry(h.db, clock=h.clock)
     installed = await registry.install_bundle(BUNDLE, enable=True)
     h.revision = installed.inventory.revision
-    return AppApi(h.db, h.k, h.r, registry, clock=h.clock)
+    return AppApi(h.db, h.k, h.r, clock=h.clock)
 
 
 async def refused(api: AppApi, instance_id: str, method: str, params: Any) -> str:

@@ -43,7 +43,6 @@ from .lifecycle import LIVE, MiniAppInstanceRecord
 from .tool_calls import LIVE as CALL_LIVE
 
 if TYPE_CHECKING:
-    from .registry import AppRegistry
     from .router import ToolRouter
 
 __all__ = ["MAX_STATE_BYTES", "METHODS", "AppApi", "AppApiError"]
@@ -85,8 +84,6 @@ class AppApiError(Exception):
 @dataclass(frozen=True, slots=True)
 class _Caller:
     record: MiniAppInstanceRecord
-    app_id: str | None
-    app_version: str | None
 
 
 _encode = msgspec.json.encode
@@ -108,14 +105,12 @@ class AppApi:
         store: RuntimeStore,
         kernel: AppKernel,
         tools: ToolRouter,
-        registry: AppRegistry,
         *,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         self._store = store
         self._kernel = kernel
         self._tools = tools
-        self._registry = registry
         self._clock = clock or (lambda: datetime.now(UTC))
         self._methods: dict[str, Callable[[_Caller, dict[str, Any]], Awaitable[Any]]] = {
             "context.get": self._context,
@@ -147,22 +142,17 @@ class AppApi:
         record = self._kernel.record(instance_id)
         if record is None or record.state not in LIVE:
             raise AppApiError("app_instance_not_found", "the instance is not running")
-        found = await self._registry.surface(record.app_scope)
-        caller = _Caller(
-            record,
-            None if found is None else found.app_id,
-            None if found is None else found.app_version,
-        )
-        return await handler(caller, params)
+        return await handler(_Caller(record), params)
 
     # --- context and lifecycle ---------------------------------------------------------------
 
     async def _context(self, caller: _Caller, params: dict[str, Any]) -> Any:
         record = caller.record
+        app = await self._store.db.read(_app_of_scope, record.app_scope)
         return {
             "instance_id": record.instance_id,
-            "app_id": caller.app_id,
-            "app_version": caller.app_version,
+            "app_id": None if app is None else app[0],
+            "app_version": None if app is None else app[1],
             "app_scope": record.app_scope,
             "conversation_id": record.conversation_id,
             "app_session_id": await self._kernel.app_session_id(record.instance_id),
@@ -317,6 +307,12 @@ def _pending_calls(conn: sqlite3.Connection, instance_id: str) -> list[dict[str,
             }
         )
     return listed
+
+
+def _app_of_scope(conn: sqlite3.Connection, app_scope: str) -> tuple[str, str] | None:
+    row = conn.execute("SELECT app_id, version FROM apps WHERE app_scope = ?", (app_scope,))
+    found = row.fetchone()
+    return None if found is None else (str(found[0]), str(found[1]))
 
 
 def _state_of(conn: sqlite3.Connection, instance_id: str) -> bytes | None:
