@@ -47,6 +47,7 @@ from .apps.app_api import AppApi
 from .apps.kernel import AppKernel, AppsChanged
 from .apps.registry import INITIAL_REVISION, AppRegistry
 from .apps.router import ToolRouter
+from .capabilities.gateway import CapabilitiesChanged, CapabilityGateway
 from .interaction_store import Outcome
 from .records import (
     ConversationInfo,
@@ -97,7 +98,9 @@ class ToolCallsChanged:
     topic: str = "tools"
 
 
-RuntimeEvent = TimelineChanged | ConnectionChanged | AppsChanged | ToolCallsChanged
+RuntimeEvent = (
+    TimelineChanged | ConnectionChanged | AppsChanged | ToolCallsChanged | CapabilitiesChanged
+)
 Listener = Callable[[RuntimeEvent], None]
 
 
@@ -158,6 +161,14 @@ class Runtime:
         """Installed and enabled apps; the inventory they make."""
         self.tools = ToolRouter(self.store, self.apps, clock=self._clock, send=self._start_send)
         """The Tool Router's app side: results, timeouts, acks of ordinary tool calls."""
+        self.capabilities = CapabilityGateway(
+            self.store,
+            clock=self._clock,
+            emit=self._emit,
+            send=self._start_send,
+            inventory_changed=self.registry.refresh,
+        )
+        """Host capabilities: what agents and apps request, decided and answered once."""
         self.app_api = AppApi(self.store, self.apps, self.tools, clock=self._clock)
         """What a MiniApp may ask (the MiniApp SDK's requests, through a host)."""
         self._scopes = self._known_scopes
@@ -170,6 +181,7 @@ class Runtime:
         self.session = await self.store.load_session()
         if self.session is not None:
             self.logged_in.set()
+        await self.capabilities.recover()  # calls a stop caught approved never run again
         await self.registry.load()  # the stored inventory (bumped if the content changed)
 
     async def close(self) -> None:
@@ -367,7 +379,12 @@ class Runtime:
             ended = {o.call.instance_id for o in timed_out if o.call and o.call.instance_id}
             if ended:
                 self._emit(ToolCallsChanged(frozenset(ended)))
-            due_at = [await self.store.next_expiry(), await self.tools.next_deadline()]
+            await self.capabilities.due()
+            due_at = [
+                await self.store.next_expiry(),
+                await self.tools.next_deadline(),
+                await self.capabilities.next_deadline(),
+            ]
             delay = MAX_EXPIRY_WAIT_S
             for next_at in due_at:
                 if next_at is not None:
@@ -507,8 +524,12 @@ class Runtime:
             if not batch:
                 continue
             applied = await self.store.apply_received(
-                batch, lifecycle=self.tools.lifecycle, inline_surfaces=self.inline_surfaces
+                batch,
+                lifecycle=self.tools.lifecycle,
+                inline_surfaces=self.inline_surfaces,
+                remembered=self.capabilities.remembered(),
             )
+            self.capabilities.arrived(applied.capability_calls)
             self.tools.adopt(tuple(applied.lifecycle))
             if applied.bound:
                 self._emit(ToolCallsChanged(frozenset(applied.bound)))

@@ -36,6 +36,7 @@ from .tables import TIMELINE_SELECT, audit, get_item, queue, timeline_item
 if TYPE_CHECKING:
     from .apps.instance_store import LifecycleResult
     from .apps.router import LifecycleHook
+    from .capabilities.gateway import Outcome as CapabilityOutcome
 
 Clock = Callable[[], datetime]
 
@@ -123,6 +124,7 @@ class RuntimeStore:
         *,
         lifecycle: LifecycleHook | None = None,
         inline_surfaces: frozenset[str] = frozenset(),
+        remembered: frozenset[tuple[str, str]] = frozenset(),
     ) -> Applied:
         """Store received envelopes, their inbox rows and the new cursors atomically.
 
@@ -137,7 +139,7 @@ class RuntimeStore:
         bundle integrities).
         """
         return await self._db.write(
-            _apply_received_txn, list(items), self._now(), lifecycle, inline_surfaces
+            _apply_received_txn, list(items), self._now(), lifecycle, inline_surfaces, remembered
         )
 
     # --- surfaces an agent opened --------------------------------------------------------------
@@ -384,6 +386,8 @@ class Applied:
     """Instance operations the Tool Router ran (for the kernel to adopt)."""
     bound: list[str] = field(default_factory=list)
     """Instances that the Tool Router gave new calls (their apps are told)."""
+    capability_calls: list[CapabilityOutcome] = field(default_factory=list)
+    """Agents' ``app.call``s taken in (for the gateway to tell hosts)."""
 
 
 def _apply_received_txn(
@@ -392,14 +396,17 @@ def _apply_received_txn(
     now: str,
     lifecycle: LifecycleHook | None = None,
     inline_surfaces: frozenset[str] = frozenset(),
+    remembered: frozenset[tuple[str, str]] = frozenset(),
 ) -> Applied:
     from .apps import router  # the router imports the kernel, which imports this module
+    from .capabilities import gateway as capability_gateway  # (it imports this module)
 
     applied: list[TimelineItem] = []
     cursors: dict[str, int] = {}
     outbox: list[OutboxItem] = []
     lifecycles: list[tuple[int, LifecycleResult]] = []
     bound: list[str] = []
+    capability_calls: list[CapabilityOutcome] = []
     expiry_changed = False
     for item in items:
         cursor = cursors.get(item.conversation_id)
@@ -488,6 +495,12 @@ def _apply_received_txn(
                 outcome = interaction_store.dismiss(conn, item.conversation_id, item.dismiss, now)
                 if outcome.card is not None:
                     applied.append(outcome.card)
+            elif item.type == "lineup.v1.app.call" and item.sender_kind == "agent":
+                arrived = capability_gateway.receive(conn, item, now, remembered)
+                if arrived is not None:
+                    capability_calls.append(arrived)
+                    if arrived.outbox is not None:
+                        outbox.append(arrived.outbox)
             elif item.type in ui_surfaces.UI_TYPES and item.sender_kind == "agent":
                 ui = ui_surfaces.apply(conn, item, now, inline_allowlist=inline_surfaces)
                 outbox.extend(ui.outbox)
@@ -503,7 +516,7 @@ def _apply_received_txn(
         applied.append(stored)
     for conversation_id, cursor in cursors.items():
         conn.execute("UPDATE conversations SET cursor = ? WHERE id = ?", (cursor, conversation_id))
-    return Applied(applied, cursors, outbox, expiry_changed, lifecycles, bound)
+    return Applied(applied, cursors, outbox, expiry_changed, lifecycles, bound, capability_calls)
 
 
 def _timeline(

@@ -50,6 +50,7 @@ from lineup.protocol import interactions as ix
 from lineup.protocol.fields import CAPABILITY_NAME_PATTERN, CAPABILITY_VERSION_PATTERN
 from lineup.protocol.payloads import AppList, CapabilityDescriptor, ClientInventory, ToolDescriptor
 
+from ..capabilities.gateway import declared as host_declared
 from ..records import OutboxItem
 from ..tables import audit, queue_from_runtime
 from .bundle import AppBundle, SurfaceSource, files_digest, load_bundle_dir, surface_source
@@ -389,6 +390,7 @@ def build_inventory(conn: sqlite3.Connection, revision: str | None = None) -> Cl
         applications.append(to_inventory_application(manifest))
         tools.extend(t for t in tool_descriptors(manifest) if _allowed(t, grants))
         capabilities.extend(grants[n] for n in manifest.permissions if n in grants)
+    capabilities.extend(c.descriptor for c in host_declared(conn).values())
     made = ix.inventory(tools, applications=applications, revision=revision)
     if not capabilities:
         return made
@@ -644,6 +646,13 @@ class AppRegistry:
 
     async def manifest(self, app_id: str, version: str | None = None) -> AppManifest | None:
         return await self._store.db.read(manifest_of, app_id, version)
+
+    async def refresh(self) -> ClientInventory:
+        """Recompute the inventory after something else changed what it holds (a
+        host attached its capabilities, the person revoked one)."""
+        inventory, changed = await self._store.db.write(refresh_inventory, self._now())
+        await self._changed(inventory, changed)
+        return inventory
 
     async def _changed(self, inventory: ClientInventory, changed: bool) -> None:
         """Keep the committed inventory; tell the Runtime when it differs from the one

@@ -46,6 +46,7 @@ __all__ = [
     "DRAFT_2020_12",
     "MAX_SCHEMA_BYTES",
     "MAX_SCHEMA_DEPTH",
+    "CompiledSchemas",
     "CompiledTool",
     "SchemaError",
     "SchemaErrorCode",
@@ -239,24 +240,17 @@ def _dangling_ref_path(schema: dict[str, Any], message: str) -> str | None:
 # --- compiled tools ------------------------------------------------------------------
 
 
-class CompiledTool:
-    """A tool descriptor with its two schemas compiled, ready for every call.
+class CompiledSchemas:
+    """An input and an output schema compiled, ready for every call (tools and
+    capabilities). Immutable and safe to share between threads."""
 
-    Immutable and safe to share between threads; get one from ``compile_tool``.
-    """
+    __slots__ = ("_input", "_input_names", "_output", "_output_names")
 
-    __slots__ = ("_input", "_input_names", "_output", "_output_names", "descriptor")
-
-    def __init__(self, descriptor: ToolDescriptor) -> None:
-        self.descriptor = descriptor
-        self._input = _compile_field(descriptor.input_schema, "input_schema")
-        self._output = _compile_field(descriptor.output_schema, "output_schema")
-        self._input_names = _declared_names(descriptor.input_schema)
-        self._output_names = _declared_names(descriptor.output_schema)
-
-    @property
-    def tool_id(self) -> str:
-        return self.descriptor.id
+    def __init__(self, input_schema: Any, output_schema: Any) -> None:
+        self._input = _compile_field(input_schema, "input_schema")
+        self._output = _compile_field(output_schema, "output_schema")
+        self._input_names = _declared_names(input_schema)
+        self._output_names = _declared_names(output_schema)
 
     def validate_input(self, arguments: Any) -> SchemaProblem | None:
         """``None`` when ``arguments`` match ``input_schema``; else the first problem,
@@ -267,6 +261,20 @@ class CompiledTool:
         """``None`` when ``result`` matches ``output_schema``; else the first problem,
         with a path under ``$.result``."""
         return _check(self._output, self._output_names, result, OUTPUT_ROOT)
+
+
+class CompiledTool(CompiledSchemas):
+    """A tool descriptor with its two schemas compiled; get one from ``compile_tool``."""
+
+    __slots__ = ("descriptor",)
+
+    def __init__(self, descriptor: ToolDescriptor) -> None:
+        super().__init__(descriptor.input_schema, descriptor.output_schema)
+        self.descriptor = descriptor
+
+    @property
+    def tool_id(self) -> str:
+        return self.descriptor.id
 
     def __repr__(self) -> str:
         return f"CompiledTool({self.descriptor.id!r})"
