@@ -169,7 +169,9 @@ class Runtime:
             inventory_changed=self.registry.refresh,
         )
         """Host capabilities: what agents and apps request, decided and answered once."""
-        self.app_api = AppApi(self.store, self.apps, self.tools, clock=self._clock)
+        self.app_api = AppApi(
+            self.store, self.apps, self.tools, self.capabilities, clock=self._clock
+        )
         """What a MiniApp may ask (the MiniApp SDK's requests, through a host)."""
         self._scopes = self._known_scopes
 

@@ -16,6 +16,7 @@ from lineup.runtime import classify
 from lineup.runtime.apps.app_api import MAX_STATE_BYTES, METHODS, AppApi, AppApiError
 from lineup.runtime.apps.registry import AppRegistry
 from lineup.runtime.apps.tool_calls import State
+from lineup.runtime.capabilities.gateway import CapabilityGateway
 from tests.runtime.apps.test_bundle import BUNDLE
 from tests.runtime.apps.test_router import C1, SCOPES, RouterHarness, launched
 from tests.support.interactions import envelope
@@ -35,7 +36,7 @@ async def api(h: RouterHarness) -> AppApi:
     registry = AppRegistry(h.db, clock=h.clock)
     installed = await registry.install_bundle(BUNDLE, enable=True)
     h.revision = installed.inventory.revision
-    return AppApi(h.db, h.k, h.r, clock=h.clock)
+    return AppApi(h.db, h.k, h.r, CapabilityGateway(h.db, clock=h.clock), clock=h.clock)
 
 
 async def refused(api: AppApi, instance_id: str, method: str, params: Any) -> str:
@@ -48,13 +49,15 @@ async def test_every_method_is_known_and_unknown_ones_are_refused(
     h: RouterHarness, api: AppApi
 ) -> None:
     instance_id = await launched(h)
-    assert len(METHODS) == 15
+    assert len(METHODS) == 16
     assert await refused(api, instance_id, "tools.delete", {}) == "method_unknown"
     assert await refused(api, instance_id, "state.set", ["not", "an", "object"]) == (
         "request_invalid"
     )
     assert await refused(api, "test-app.nothing", "context.get", {}) == "app_instance_not_found"
-    assert await refused(api, instance_id, "capabilities.request", {"name": "x"}) == "unsupported"
+    assert await refused(api, instance_id, "capabilities.request", {"name": "x"}) == (
+        "request_invalid"  # no reason
+    )
 
 
 async def test_context_and_ready(h: RouterHarness, api: AppApi) -> None:

@@ -22,22 +22,30 @@ Methods (docs/miniapps.md has the SDK face):
   instance this one continues ("Continue" on old work).
 - ``inbox.list`` / ``inbox.acknowledge``: envelopes addressed to the app's scope in its
   conversation, until acknowledged.
-- ``capabilities.request``: ``unsupported`` until the capability gateway exists.
+- ``capabilities.request`` (``{name, arguments, reason, expires_in_ms}``): a host
+  capability, decided by the capability gateway like an agent's ``app.call``; only
+  what the app's manifest lists in ``permissions`` (else ``rejected``,
+  ``capability_denied``). Answers at once with ``{call_id, status}``; the outcome is
+  read with ``capabilities.get`` (``{call_id}``) once the host pushes
+  ``capabilities``.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ..capabilities.calls import State as CallState
+from ..capabilities.gateway import CallKey, CapabilityCall, CapabilityGateway
 from ..store import RuntimeStore
 from ..tables import audit
-from . import instance_store, tool_call_store
+from . import instance_store, registry, tool_call_store
 from .kernel import AppKernel
 from .lifecycle import LIVE, MiniAppInstanceRecord
 from .tool_calls import LIVE as CALL_LIVE
@@ -48,6 +56,9 @@ if TYPE_CHECKING:
 __all__ = ["MAX_STATE_BYTES", "METHODS", "AppApi", "AppApiError"]
 
 MAX_STATE_BYTES = 64 * 1024
+MIN_CAPABILITY_MS = 1_000
+MAX_CAPABILITY_MS = 86_400_000
+DEFAULT_CAPABILITY_MS = 300_000
 
 METHODS = frozenset(
     {
@@ -66,6 +77,7 @@ METHODS = frozenset(
         "inbox.list",
         "inbox.acknowledge",
         "capabilities.request",
+        "capabilities.get",
     }
 )
 
@@ -105,12 +117,14 @@ class AppApi:
         store: RuntimeStore,
         kernel: AppKernel,
         tools: ToolRouter,
+        capabilities: CapabilityGateway,
         *,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         self._store = store
         self._kernel = kernel
         self._tools = tools
+        self._capabilities = capabilities
         self._clock = clock or (lambda: datetime.now(UTC))
         self._methods: dict[str, Callable[[_Caller, dict[str, Any]], Awaitable[Any]]] = {
             "context.get": self._context,
@@ -128,6 +142,7 @@ class AppApi:
             "inbox.list": self._inbox_list,
             "inbox.acknowledge": self._inbox_ack,
             "capabilities.request": self._capability,
+            "capabilities.get": self._capability_get,
         }
         assert set(self._methods) == METHODS
 
@@ -276,7 +291,61 @@ class AppApi:
         return {"acknowledged": await self._store.inbox_ack(caller.record.app_scope, inbox_id)}
 
     async def _capability(self, caller: _Caller, params: dict[str, Any]) -> Any:
-        raise AppApiError("unsupported", "capabilities are not available yet")
+        name = _text(params, "name")
+        reason = _text(params, "reason")
+        assert name is not None
+        assert reason is not None
+        arguments = params.get("arguments", {})
+        if not isinstance(arguments, dict):
+            raise AppApiError("request_invalid", "arguments must be an object")
+        expires_in = params.get("expires_in_ms", DEFAULT_CAPABILITY_MS)
+        if (
+            not isinstance(expires_in, int)
+            or isinstance(expires_in, bool)
+            or not MIN_CAPABILITY_MS <= expires_in <= MAX_CAPABILITY_MS
+        ):
+            raise AppApiError("request_invalid", "expires_in_ms must be 1 s .. 24 h")
+        record = caller.record
+        if record.conversation_id is None:
+            raise AppApiError("capability_denied", "the instance has no conversation")
+        permissions = await self._store.db.read(_permissions_of, record.app_scope)
+        call_id = f"cap_{uuid.uuid4().hex}"
+        key = CallKey(record.conversation_id, call_id, "app")
+        call = await self._capabilities.request_from_app(
+            key,
+            record.instance_id,
+            permissions,
+            name,
+            arguments,
+            reason,
+            self._clock() + timedelta(milliseconds=expires_in),
+        )
+        return _capability_view(call)
+
+    async def _capability_get(self, caller: _Caller, params: dict[str, Any]) -> Any:
+        call_id = _text(params, "call_id")
+        assert call_id is not None
+        record = caller.record
+        key = CallKey(record.conversation_id or "", call_id, "app")
+        call = await self._capabilities.get(key)
+        if call is None or call.requester_id != record.instance_id:
+            raise AppApiError("capability_call_not_found", "no such call of this instance")
+        return _capability_view(call)
+
+
+def _capability_view(call: CapabilityCall) -> dict[str, Any]:
+    view: dict[str, Any] = {"call_id": call.key.call_id, "status": str(call.state)}
+    if call.state is CallState.COMPLETED and call.result is not None:
+        view["result"] = _decode(call.result)
+    if call.code is not None:
+        view["code"] = call.code
+    return view
+
+
+def _permissions_of(conn: sqlite3.Connection, app_scope: str) -> frozenset[str]:
+    row = conn.execute("SELECT app_id FROM apps WHERE app_scope = ?", (app_scope,)).fetchone()
+    manifest = None if row is None else registry.manifest_of(conn, row[0])
+    return frozenset() if manifest is None else frozenset(manifest.permissions)
 
 
 def _receipt(receipt: Any) -> Any:
