@@ -91,8 +91,9 @@ class ConnectionChanged:
 @dataclass(frozen=True, slots=True)
 class ToolCallsChanged:
     """Something for these instances' apps arrived: calls bound to them arrived or
-    ended (``topic`` ``tools``: the MiniApp SDK lists them again), or envelopes for
-    their app scope reached the inbox (``inbox``)."""
+    ended (``topic`` ``tools``: the MiniApp SDK lists them again), envelopes for
+    their app scope reached the inbox (``inbox``), or their own capability calls
+    changed (``capabilities``)."""
 
     instance_ids: frozenset[str]
     topic: str = "tools"
@@ -167,6 +168,7 @@ class Runtime:
             emit=self._emit,
             send=self._start_send,
             inventory_changed=self.registry.refresh,
+            apps_told=lambda ids: self._emit(ToolCallsChanged(ids, "capabilities")),
         )
         """Host capabilities: what agents and apps request, decided and answered once."""
         self.app_api = AppApi(

@@ -51,6 +51,7 @@ export const APP_METHODS = new Set([
   "inbox.list",
   "inbox.acknowledge",
   "capabilities.request",
+  "capabilities.get",
 ]);
 const REQUEST_FIELDS = ["namespace", "type", "instance_id", "mount_id", "id", "method", "params"];
 const REQUEST_ID = /^[A-Za-z0-9_-]{1,64}$/;

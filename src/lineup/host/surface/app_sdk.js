@@ -15,7 +15,9 @@
 //   LineUpApp.state.get({of: "continued"}?) / set(object)
 //   LineUpApp.inbox.list() / subscribe(fn) / acknowledge(inbox_id)
 //   LineUpApp.surfaces.resize(height)          (LineUpSurface.resize)
-//   LineUpApp.capabilities.request(name, input) -> rejects with code "unsupported" for now
+//   LineUpApp.capabilities.request(name, args, {reason, expiresInMs})
+//                                              -> the result once the person and the Runtime
+//                                              decided; rejects with the status's code
 //
 // Every method returns a Promise; a refusal rejects with an Error whose `code` is the
 // Runtime's stable code. Like the bridge, this is a convenience, not a boundary: the
@@ -40,6 +42,7 @@
   const toolListeners = [];
   const inboxListeners = [];
   const seenCalls = new Set(); // call ids handed to subscribers in this document
+  const capabilityWaits = new Map(); // capability call id -> {resolve, reject}
 
   function refusal(code, message) {
     const error = new Error(message || code);
@@ -87,6 +90,31 @@
     }
   }
 
+  async function refreshCapabilities() {
+    for (const [callId, wait] of [...capabilityWaits]) {
+      const call = await request("capabilities.get", { call_id: callId });
+      if (call.status === "awaiting_consent" || call.status === "approved" || call.status === "executing") {
+        continue;
+      }
+      capabilityWaits.delete(callId);
+      if (call.status === "completed") wait.resolve(call.result);
+      else wait.reject(refusal(call.code || call.status, `the capability call ended ${call.status}`));
+    }
+  }
+
+  async function requestCapability(name, args, options) {
+    const call = await request("capabilities.request", {
+      name,
+      arguments: args || {},
+      reason: String(options?.reason || ""),
+      ...(options?.expiresInMs ? { expires_in_ms: options.expiresInMs } : {}),
+    });
+    return new Promise((resolve, reject) => {
+      capabilityWaits.set(call.call_id, { resolve, reject });
+      refreshCapabilities().catch(() => {}); // it may have ended already
+    });
+  }
+
   async function refreshInbox() {
     if (!inboxListeners.length) return;
     const items = await request("inbox.list", {});
@@ -114,6 +142,7 @@
     } else if (message.type === "push") {
       if (message.topic === "tools") refreshTools().catch(() => {});
       if (message.topic === "inbox") refreshInbox().catch(() => {});
+      if (message.topic === "capabilities") refreshCapabilities().catch(() => {});
     }
   }
 
@@ -167,7 +196,7 @@
       resize: (height) => surface.resize(height),
     }),
     capabilities: freeze({
-      request: (name, input) => request("capabilities.request", { name, input: input || {} }),
+      request: requestCapability,
     }),
   });
 

@@ -652,12 +652,15 @@ class CapabilityGateway:
         emit: Callable[[Any], None] = _ignore,
         send: Callable[[OutboxItem], None] = _ignore,
         inventory_changed: Callable[[], Awaitable[object]] | None = None,
+        apps_told: Callable[[frozenset[str]], None] = _ignore,
     ) -> None:
         self._store = store
         self._clock = clock
         self._emit = emit
         self._send = send
         self._inventory_changed = inventory_changed
+        self._apps_told = apps_told
+        """Told the app instances whose own calls changed (their SDK reads them)."""
         self._remembered: set[tuple[str, str]] = set()
         """(requester, capability) the person allowed for this session (memory only)."""
 
@@ -799,6 +802,9 @@ class CapabilityGateway:
                 self._send(outcome.outbox)
         if calls:
             self._emit(CapabilitiesChanged(tuple(calls)))
+            instances = frozenset(c.requester_id for c in calls if c.key.requester_kind == "app")
+            if instances:
+                self._apps_told(instances)
         return calls
 
 

@@ -36,6 +36,20 @@ async function work(call) {
   return LineUpApp.tools.complete(call.call_id, { instance_id: context.instance_id });
 }
 
+document.getElementById("copy").addEventListener("click", async () => {
+  const shown = document.getElementById("copied");
+  try {
+    const result = await LineUpApp.capabilities.request(
+      "clipboard.write",
+      { text: "Hello from the test app" },
+      { reason: "to put a greeting on your clipboard" },
+    );
+    shown.textContent = result.written ? "copied" : "not copied";
+  } catch (error) {
+    shown.textContent = `refused: ${error.code}`;
+  }
+});
+
 (async () => {
   const context = await LineUpApp.context();
   document.getElementById("context").textContent = `${context.app_scope} ${context.app_version}`;
