@@ -2,7 +2,7 @@
 
 from lineup.client import Backoff
 from lineup.protocol.interactions import ChoiceOption
-from lineup.protocol.payloads import ToolResult
+from lineup.protocol.payloads import AppResult, CapabilityDescriptor, ToolResult
 
 from .agent import Agent
 from .conversation import Conversation
@@ -11,6 +11,12 @@ from .errors import (
     AgentClosed,
     AgentError,
     AuthenticationFailed,
+    CapabilityCancelled,
+    CapabilityError,
+    CapabilityExpired,
+    CapabilityFailed,
+    CapabilityRejected,
+    CapabilityUnsupported,
     Dismissed,
     Expired,
     InteractionError,
@@ -24,8 +30,16 @@ __all__ = [
     "Agent",
     "AgentClosed",
     "AgentError",
+    "AppResult",
     "AuthenticationFailed",
     "Backoff",
+    "CapabilityCancelled",
+    "CapabilityDescriptor",
+    "CapabilityError",
+    "CapabilityExpired",
+    "CapabilityFailed",
+    "CapabilityRejected",
+    "CapabilityUnsupported",
     "ChoiceOption",
     "Conversation",
     "CursorStore",

@@ -1,5 +1,5 @@
-"""Interaction arguments as the SDK takes them, checked and turned into wire arguments
-with the protocol's own types before anything is sent."""
+"""Interaction and capability call arguments as the SDK takes them, checked and turned
+into wire arguments with the protocol's own types before anything is sent."""
 
 from __future__ import annotations
 
@@ -19,6 +19,14 @@ ExpiresIn: TypeAlias = timedelta | float | None
 """How long the person has to answer: a ``timedelta`` or seconds, 1 minute to 24 hours;
 ``None`` leaves it to the Runtime (15 minutes)."""
 
+CapabilityExpiresIn: TypeAlias = timedelta | float
+"""How long a capability call may wait for the person's decision: a ``timedelta`` or
+seconds, 1 second to 24 hours."""
+
+DEFAULT_CAPABILITY_EXPIRY = timedelta(minutes=5)
+MIN_CAPABILITY_EXPIRY_MS = 1000
+MAX_CAPABILITY_EXPIRY_MS = 24 * 60 * 60 * 1000
+
 OptionSpec: TypeAlias = str | tuple[str, str] | tuple[str, str, str] | ix.ChoiceOption
 Options: TypeAlias = Sequence[OptionSpec] | Mapping[str, str]
 """Choice options: plain strings, ``(id, label)`` or ``(id, label, description)``
@@ -31,13 +39,26 @@ def expires_in_ms(expires_in: ExpiresIn) -> int | None:
     """``expires_in`` (a ``timedelta`` or seconds) in milliseconds, checked: 1 min to 24 h."""
     if expires_in is None:
         return None
-    if isinstance(expires_in, bool) or not isinstance(expires_in, timedelta | int | float):
-        raise TypeError("`expires_in` is a timedelta or a number of seconds")
-    seconds = expires_in.total_seconds() if isinstance(expires_in, timedelta) else float(expires_in)
-    milliseconds = round(seconds * 1000) if math.isfinite(seconds) else -1
+    milliseconds = _milliseconds(expires_in)
     if not ix.MIN_EXPIRES_IN_MS <= milliseconds <= ix.MAX_EXPIRES_IN_MS:
         raise ValueError("`expires_in` must be between 1 minute and 24 hours")
     return milliseconds
+
+
+def capability_expiry(expires_in: CapabilityExpiresIn) -> timedelta:
+    """A capability call's ``expires_in`` as a ``timedelta``, checked: 1 s to 24 h."""
+    milliseconds = _milliseconds(expires_in)
+    if not MIN_CAPABILITY_EXPIRY_MS <= milliseconds <= MAX_CAPABILITY_EXPIRY_MS:
+        raise ValueError("`expires_in` must be between 1 second and 24 hours")
+    return timedelta(milliseconds=milliseconds)
+
+
+def _milliseconds(expires_in: timedelta | float) -> int:
+    """A ``timedelta`` or seconds in whole milliseconds; -1 for what is not finite."""
+    if isinstance(expires_in, bool) or not isinstance(expires_in, timedelta | int | float):
+        raise TypeError("`expires_in` is a timedelta or a number of seconds")
+    seconds = expires_in.total_seconds() if isinstance(expires_in, timedelta) else float(expires_in)
+    return round(seconds * 1000) if math.isfinite(seconds) else -1
 
 
 def wire_options(options: Options) -> tuple[list[dict[str, Any]], dict[str, str]]:

@@ -42,7 +42,7 @@ class Asking:
         self._inbox = inbox
 
     async def dismiss(self, call_id: str, reason: str | None) -> ToolResult:
-        known = self._inbox.known(call_id)
+        known = self._inbox.tool_results.known(call_id)
         if known is not None:
             return known
         check_id(call_id, "call_id")
@@ -110,10 +110,11 @@ class Asking:
     ) -> tuple[ToolResult, bool]:
         """Send one ``tool.call`` and wait for its result; also say whether the call was
         already stored (a replayed handler asking again)."""
-        known = self._inbox.known(call_id)
+        results = self._inbox.tool_results
+        known = results.known(call_id)
         if known is not None:
             return known, True  # replayed after a restart: the answer is already here
-        waiter = self._inbox.waiter(call_id)
+        waiter = results.waiter(call_id)
         payload = payloads.ToolCall(
             call_id=call_id,
             tool=tool,
@@ -124,21 +125,12 @@ class Asking:
         conversation = self._conversation
         envelope_id = call_envelope_id(conversation.id, call_id)
         envelope = conversation._make(ToolCallEnvelope, "call", payload, envelope_id)
-        sent_before = False
         try:
-            await conversation.send(envelope)
-        except SendRejected as exc:
-            if exc.code != ErrorCode.CONFLICT:
-                if not waiter.done():
-                    self._inbox.drop_waiter(call_id)
-                raise
-            # The envelope id is derived from the call id, so this call is already
-            # stored (by an earlier run, at another time): that one is the call. Its
-            # result may be stored too, before the cursor, where the stream will not
-            # replay it.
-            sent_before = True
+            sent_before = await conversation._send_call(envelope, waiter.done)
+        except SendRejected:
             if not waiter.done():
-                await self._inbox.scan_history(lambda: waiter.done())
+                results.drop_waiter(call_id)
+            raise
         return await asyncio.shield(waiter), sent_before
 
 

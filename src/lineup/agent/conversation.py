@@ -1,14 +1,16 @@
-"""A conversation as the agent sees it: who it is with, ways to speak in it, and the
-four standard interactions (notice, choice, confirm, input) to ask the person.
+"""A conversation as the agent sees it: who it is with, ways to speak in it, the
+four standard interactions (notice, choice, confirm, input) to ask the person, and
+calls of the host capabilities the Runtime declares.
 
-Sending is here; asking is done by ``Asking`` (``asking.py``), and what the user's
-Runtime sends back (results, inventories) is noted by ``Inbox`` (``inbox.py``), to
-which the ``Agent`` routes it the moment it arrives on the stream.
+Sending is here; asking is done by ``Asking`` (``asking.py``), capability calls by
+``Capabilities`` (``capabilities.py``), and what the user's Runtime sends back
+(results, refusals, inventories) is noted by ``Inbox`` (``inbox.py``), to which the
+``Agent`` routes it the moment it arrives on the stream.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
@@ -27,12 +29,20 @@ from lineup.protocol import (
     payloads,
 )
 from lineup.protocol import interactions as ix
-from lineup.protocol.errors import ErrorBody, Rejection
-from lineup.protocol.payloads import ClientInventory, ToolResult
+from lineup.protocol.errors import ErrorBody, ErrorCode, Rejection
+from lineup.protocol.payloads import AppResult, CapabilityDescriptor, ClientInventory, ToolResult
 
-from .arguments import ExpiresIn, Options, expires_in_ms, wire_options
+from .arguments import (
+    DEFAULT_CAPABILITY_EXPIRY,
+    CapabilityExpiresIn,
+    ExpiresIn,
+    Options,
+    expires_in_ms,
+    wire_options,
+)
 from .asking import Asking, accepted, answer_of, chosen
-from .errors import SendRejected
+from .capabilities import Capabilities
+from .errors import SendRejected, capability_error
 from .ids import new_envelope_id
 from .inbox import History, Inbox
 
@@ -67,6 +77,7 @@ class Conversation:
         self._clock = clock
         self._inbox = Inbox(conversation_id, history)
         self._asking = Asking(self, self._inbox)
+        self._capabilities = Capabilities(self, self._inbox)
 
     def __repr__(self) -> str:
         return f"Conversation(id={self.id!r}, user_id={self.user_id!r})"
@@ -87,6 +98,26 @@ class Conversation:
             )
         ack = await self._connection.send_envelope(envelope.id, body)
         return ack.seq
+
+    async def _send_call(self, envelope: Envelope, answered: Callable[[], bool]) -> bool:
+        """Send a call whose envelope id is derived from its call id; return whether an
+        earlier run had already stored it.
+
+        A replayed handler builds the same call again at another time, so the AppServer
+        answers ``conflict`` for its envelope id: the stored call is the call. What
+        answered it may be stored before the agent's cursor, where the stream will not
+        replay it, so then the history is read until ``answered()``.
+        """
+        try:
+            await self.send(envelope)
+        except SendRejected as exc:
+            if exc.code != ErrorCode.CONFLICT:
+                raise
+        else:
+            return False
+        if not answered():
+            await self._inbox.scan_history(answered)
+        return True
 
     def message(
         self, text: str, *, reply_to: str | None = None, envelope_id: str | None = None
@@ -341,6 +372,45 @@ class Conversation:
     async def latest_inventory(self) -> ClientInventory:
         """The latest inventory; waits for the Runtime's first one when none is known."""
         return await self._inbox.latest_inventory()
+
+    # --- host capabilities (spec 000 §5.3) ---------------------------------------------------
+
+    async def call_capability(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        reason: str,
+        expires_in: CapabilityExpiresIn = DEFAULT_CAPABILITY_EXPIRY,
+        call_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Ask the Runtime to run a host capability (``lineup.v1.app.call``); return the
+        ``result`` object of its ``completed`` answer.
+
+        ``reason`` is shown to the person; ``expires_in`` (a ``timedelta`` or seconds,
+        1 s to 24 h) bounds how long the call waits for their decision. Any other
+        answer raises the ``CapabilityError`` for its status (``CapabilityRejected``,
+        ...); a call the latest known inventory does not declare raises
+        ``CapabilityUnsupported`` without being sent; bad arguments raise
+        ``ValueError`` (nothing sent). Call ids are derived like ``ask_*``'s, so a
+        replayed handler gets the recorded result instead of calling again.
+        """
+        result = await self._capabilities.call(
+            name, arguments, reason=reason, expires_in=expires_in, call_id=call_id
+        )
+        if result.status != "completed":
+            raise capability_error(result)
+        return dict(result.result or {})
+
+    async def capability_result(self, call_id: str) -> AppResult:
+        """The terminal ``app.result`` payload of a capability call, whatever its status:
+        at once when it is known, otherwise from the history or once it arrives."""
+        return await self._inbox.app_result(call_id)
+
+    async def capabilities(self) -> list[CapabilityDescriptor]:
+        """The capabilities the latest inventory declares (looked for in the history
+        when none has been seen yet); empty while no inventory is known."""
+        return await self._capabilities.declared()
 
     # --- what the Agent routes here -----------------------------------------------------------
 

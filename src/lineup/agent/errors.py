@@ -1,23 +1,31 @@
 """Errors the agent SDK raises (shared with every AppServer client), and the typed
-outcomes of the standard interactions (``ask_choice`` and friends)."""
+outcomes of the standard interactions (``ask_choice`` and friends) and of capability
+calls (``call_capability``)."""
 
 from __future__ import annotations
 
 from lineup.client.errors import AuthenticationFailed, SendRejected
 from lineup.client.errors import ClientClosed as AgentClosed
 from lineup.client.errors import ClientError as AgentError
-from lineup.protocol.payloads import ToolResult
+from lineup.protocol.payloads import AppResult, ToolResult
 
 __all__ = [
     "AgentClosed",
     "AgentError",
     "AuthenticationFailed",
+    "CapabilityCancelled",
+    "CapabilityError",
+    "CapabilityExpired",
+    "CapabilityFailed",
+    "CapabilityRejected",
+    "CapabilityUnsupported",
     "Dismissed",
     "Expired",
     "InteractionError",
     "InteractionFailed",
     "InteractionRejected",
     "SendRejected",
+    "capability_error",
     "interaction_error",
 ]
 
@@ -77,6 +85,74 @@ _BY_STATUS: dict[str, type[InteractionError]] = {
 def interaction_error(result: ToolResult) -> InteractionError:
     """The typed error for a terminal result that is not an answer."""
     kind = _BY_STATUS.get(result.status, InteractionError)
+    code = result.error.code if result.error is not None else result.status
+    message = result.error.message if result.error is not None else ""
+    return kind(result.call_id, code, message, status=result.status, result=result)
+
+
+class CapabilityError(AgentError):
+    """A capability call ended without a result the agent can use.
+
+    ``call_id`` names the call, ``code`` is the stable error code the Runtime gave
+    (``capability_denied``, ``capability_not_declared``, ...), ``status`` the
+    ``app.result`` status (``None`` when the Runtime refused the ``app.call`` envelope
+    itself with a ``lineup.v1.error``), and ``result`` the ``app.result`` payload
+    itself when there is one.
+    """
+
+    def __init__(
+        self,
+        call_id: str,
+        code: str,
+        message: str = "",
+        *,
+        status: str | None = None,
+        result: AppResult | None = None,
+    ) -> None:
+        super().__init__(f"{code}: {message}" if message else code)
+        self.call_id = call_id
+        self.code = code
+        self.message = message
+        self.status = status
+        self.result = result
+
+
+class CapabilityRejected(CapabilityError):
+    """The person or the policy refused the call (``capability_denied``), or its
+    arguments do not fit the capability (``capability_input_invalid``)."""
+
+
+class CapabilityExpired(CapabilityError):
+    """Nobody decided before the call's ``expires_at``."""
+
+
+class CapabilityUnsupported(CapabilityError):
+    """No host offers the capability (``capability_not_declared``, ``revoked``); also
+    raised before sending when the latest inventory does not declare it."""
+
+
+class CapabilityFailed(CapabilityError):
+    """The call was allowed but did not complete (the provider failed, or the Runtime
+    restarted while it ran: ``interrupted``)."""
+
+
+class CapabilityCancelled(CapabilityError):
+    """The call was cancelled before it completed."""
+
+
+_CAPABILITY_BY_STATUS: dict[str, type[CapabilityError]] = {
+    "rejected": CapabilityRejected,
+    "expired": CapabilityExpired,
+    "unsupported": CapabilityUnsupported,
+    "failed": CapabilityFailed,
+    "cancelled": CapabilityCancelled,
+}
+
+
+def capability_error(result: AppResult) -> CapabilityError:
+    """The typed error for an ``app.result`` that is not ``completed`` (a result
+    without an ``error`` gets its status as its code)."""
+    kind = _CAPABILITY_BY_STATUS.get(result.status, CapabilityError)
     code = result.error.code if result.error is not None else result.status
     message = result.error.message if result.error is not None else ""
     return kind(result.call_id, code, message, status=result.status, result=result)

@@ -1,5 +1,9 @@
 """Envelope and call ids: random ones, and the deterministic ones that let a handler
-replayed after a restart ask the *same* call again instead of a new one."""
+replayed after a restart make the *same* call again instead of a new one.
+
+Interactions (``tool.call``) and capability calls (``app.call``) are separate call id
+namespaces on the wire; their envelope ids are derived under different names, so the
+same call id used for both is still two envelopes."""
 
 from __future__ import annotations
 
@@ -16,11 +20,12 @@ def new_envelope_id(prefix: str = "env") -> str:
 
 @dataclass(slots=True)
 class HandlerScope:
-    """One handler invocation: what triggered it and how many interactions it started.
+    """One handler invocation: what triggered it and how many calls it made.
 
-    ``Agent`` sets it around every handler call; ``ask_*`` inside the handler derive
-    their call id from (conversation, trigger, handler, n), so a handler replayed after
-    a restart asks the *same* call again instead of a new one.
+    ``Agent`` sets it around every handler call; ``ask_*`` and ``call_capability``
+    inside the handler derive their call id from (conversation, trigger, handler, n),
+    n counting both kinds, so a handler replayed after a restart makes the *same*
+    calls again instead of new ones.
     """
 
     trigger: str
@@ -40,15 +45,29 @@ def call_envelope_id(conversation_id: str, call_id: str) -> str:
     return "call-" + _digest("lineup.agent.tool.call", conversation_id, call_id)
 
 
+def app_call_envelope_id(conversation_id: str, call_id: str) -> str:
+    """The ``app.call`` envelope id for a capability call id."""
+    return "appcall-" + _digest("lineup.agent.app.call", conversation_id, call_id)
+
+
 def next_call_id(conversation_id: str) -> str:
-    """A new call id: derived from the running handler's scope (and counts one more
-    interaction in it), or random outside any handler."""
+    """A new interaction call id: derived from the running handler's scope (and counts
+    one more call in it), or random outside any handler."""
+    return _next_id(conversation_id, "ask", "lineup.agent.ask")
+
+
+def next_capability_call_id(conversation_id: str) -> str:
+    """A new capability call id, derived like ``next_call_id``'s."""
+    return _next_id(conversation_id, "cap", "lineup.agent.app.call")
+
+
+def _next_id(conversation_id: str, prefix: str, namespace: str) -> str:
     scope = handler_scope.get()
     if scope is None:
-        return new_envelope_id("ask")
+        return new_envelope_id(prefix)
     scope.asked += 1
-    return "ask-" + _digest(
-        "lineup.agent.ask", conversation_id, scope.trigger, scope.handler, str(scope.asked)
+    return f"{prefix}-" + _digest(
+        namespace, conversation_id, scope.trigger, scope.handler, str(scope.asked)
     )
 
 
