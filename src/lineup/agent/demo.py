@@ -9,7 +9,7 @@ from lineup.protocol.fields import MAX_TEXT_CHARS
 
 from .agent import Agent
 from .conversation import Conversation
-from .errors import Dismissed, Expired, InteractionError
+from .errors import CapabilityError, Dismissed, Expired, InteractionError
 
 HELP = """I am the LineUp demo agent. I understand:
 
@@ -18,6 +18,11 @@ HELP = """I am the LineUp demo agent. I understand:
 - `/choose`: I ask you to pick one option (`/choose many`: several)
 - `/confirm`: I ask you to confirm something
 - `/ask`: I ask you to type an answer
+- `/link URL`: I ask to open a link for you
+- `/copy TEXT`: I ask to put text on your clipboard
+- `/save TEXT`: I ask to save a note as a file you can download
+- `/file`: I ask you to share a file with me
+- `/notify TEXT`: I show you a notification (no question asked)
 - anything else: I say it back to you
 
 Questions wait for you for 5 minutes; I read your other messages once you have
@@ -50,6 +55,8 @@ def build_demo_agent(agent: Agent) -> Agent:
             reply = "I withdrew that question."
         except InteractionError as exc:
             reply = f"That question could not be asked (`{exc.code}`)."
+        except CapabilityError as exc:
+            reply = f"That did not happen (`{exc.code}`)."
         if reply is None:
             echoed = message.payload.text[: MAX_TEXT_CHARS - 16]
             reply = f"You said: {echoed}"
@@ -102,4 +109,41 @@ async def _command(conversation: Conversation, command: str, rest: str) -> str |
             expires_in=WAIT,
         )
         return f"Nice to meet you, {name.strip() or 'friend'}."
+    return await _capability(conversation, command, rest)
+
+
+async def _capability(conversation: Conversation, command: str, rest: str) -> str | None:
+    """Host capabilities: the person decides in the shell's consent dialog."""
+    if command == "/link":
+        url = rest or "https://example.com/"
+        await conversation.call_capability(
+            "app.open_url", {"url": url}, reason="You asked me to open this link.", expires_in=WAIT
+        )
+        return "I opened the link for you."
+    if command == "/copy":
+        await conversation.call_capability(
+            "clipboard.write",
+            {"text": rest or "Hello from LineUp"},
+            reason="You asked me to copy this.",
+            expires_in=WAIT,
+        )
+        return "It is on your clipboard."
+    if command == "/save":
+        saved = await conversation.call_capability(
+            "artifact.save",
+            {"name": "note.txt", "media_type": "text/plain", "text": rest or "A note from LineUp."},
+            reason="You asked me to save a note.",
+            expires_in=WAIT,
+        )
+        return f"Saved **{saved['name']}** ({saved['size']} bytes); download it from the chat."
+    if command == "/file":
+        picked = await conversation.call_capability(
+            "device.pick_file", {}, reason="You asked to share a file with me.", expires_in=WAIT
+        )
+        return f"Thanks: I got **{picked['name']}**, {picked['size']} bytes."
+    if command == "/notify":
+        await conversation.call_capability(
+            "notification.show", {"title": rest or "Hello"}, reason="You asked.", expires_in=WAIT
+        )
+        return "I showed you a notification."
     return None
