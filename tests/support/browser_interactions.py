@@ -15,7 +15,7 @@ from typing import Any
 
 from playwright.async_api import Page, expect
 
-from lineup.runtime import INVENTORY, Runtime
+from lineup.runtime import Runtime
 from tests.support.webhost import Client
 
 PASSWORD = "correct horse battery"
@@ -60,7 +60,7 @@ async def tool_call(
         payload={
             "call_id": call_id,
             "tool": tool,
-            "inventory_revision": INVENTORY.revision,
+            "inventory_revision": client.runtime.inventory.revision,
             "arguments": arguments,
             **payload,
         },

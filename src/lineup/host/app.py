@@ -43,6 +43,7 @@ from lineup.runtime.apps.kernel import AppsChanged
 
 from . import channel
 from .app_surfaces import AppSurfaces
+from .capabilities import CapabilityTab, HostCapabilities
 from .sessions import COOKIE, SESSION_TTL, HostSessions
 from .surface import SurfaceOrigin
 from .views import apps_view, group_view, in_group, item_view
@@ -119,6 +120,12 @@ class WebHost:
         """The surface origin: mounted surface documents, each served once."""
         self.app_surfaces = AppSurfaces(runtime, self.surfaces)
         """App instances' surfaces: mounts, SDK requests, taking them down on close."""
+        self.capabilities = HostCapabilities(runtime)
+        """Capability calls: the consent dialog's frames, providers, uploads, downloads."""
+
+    async def start(self) -> None:
+        """Before serving: attach the capabilities this host provides."""
+        await self.capabilities.start()
 
     def origins(self) -> frozenset[str]:
         return frozenset(f"http://{host}" for host in self.allowed_hosts)
@@ -209,6 +216,7 @@ class WebHost:
         await websocket.accept()
         outbox: asyncio.Queue[bytes] = asyncio.Queue(maxsize=10_000)
         groups = _GroupChanges()
+        capabilities = self.capabilities.tab(outbox)
 
         def on_event(event: RuntimeEvent) -> None:
             if isinstance(event, TimelineChanged) and in_group(event.item):
@@ -233,6 +241,10 @@ class WebHost:
                 groups.instances(i for e in event.effects if (i := getattr(e, "instance_id", None)))
             elif isinstance(event, ToolCallsChanged):
                 frame = channel.AppPush(instance_ids=sorted(event.instance_ids), topic=event.topic)
+            elif (encoded := capabilities.on_event(event)) is not None:
+                with contextlib.suppress(asyncio.QueueFull):
+                    outbox.put_nowait(encoded)
+                return
             else:
                 return
             # A tab this far behind is hopeless; it resyncs on reload.
@@ -244,9 +256,11 @@ class WebHost:
             async with asyncio.TaskGroup() as tg:
                 writer = tg.create_task(_pump(websocket, outbox))
                 regrouper = tg.create_task(self._send_groups(groups, outbox))
-                await self._read_frames(websocket, outbox)
+                deadlines = tg.create_task(capabilities.watch_deadlines())
+                await self._read_frames(websocket, outbox, capabilities)
                 writer.cancel()
                 regrouper.cancel()
+                deadlines.cancel()
         except* (WebSocketDisconnect, RuntimeError):
             pass
         finally:
@@ -268,7 +282,9 @@ class WebHost:
                 with contextlib.suppress(asyncio.QueueFull):
                     outbox.put_nowait(_encode(frame))
 
-    async def _read_frames(self, websocket: WebSocket, outbox: asyncio.Queue[bytes]) -> None:
+    async def _read_frames(
+        self, websocket: WebSocket, outbox: asyncio.Queue[bytes], capabilities: CapabilityTab
+    ) -> None:
         while True:
             message = await websocket.receive()
             if message["type"] == "websocket.disconnect":
@@ -282,6 +298,10 @@ class WebHost:
             except (msgspec.ValidationError, msgspec.DecodeError) as exc:
                 message_text = str(exc).splitlines()[0][:200]
                 await outbox.put(_encode(channel.ChannelError("invalid_request", message_text)))
+                continue
+            if isinstance(frame, channel.CapabilityFrame):
+                for answer in await capabilities.answer(frame):
+                    await outbox.put(answer)
                 continue
             await outbox.put(await self._answer(frame))
 
@@ -317,6 +337,8 @@ class WebHost:
                     complete=complete,
                     apps=apps_view(runtime.apps.instances()),
                     app_sessions=groups,
+                    capability_calls=await self.capabilities.open_calls(),
+                    artifacts=await self.capabilities.artifacts(c.id for c in conversations),
                 )
             )
         if isinstance(frame, channel.AppRequest):
@@ -365,6 +387,7 @@ class WebHost:
             if await runtime.retry(frame.conversation_id, frame.envelope_id) is None:
                 return _encode(channel.ChannelError("not_failed", "nothing to retry"))
             return b""
+        assert isinstance(frame, channel.History)  # capability frames: CapabilityTab
         page = await runtime.store.timeline(
             frame.conversation_id, before_seq=frame.before_seq, limit=PAGE
         )
@@ -397,6 +420,24 @@ class WebHost:
             outcome="accepted" if receipt.accepted else (receipt.code or "lifecycle_denied"),
         )
 
+    # --- capability files -----------------------------------------------------------------
+
+    async def capability_upload(self, request: Request) -> Response:
+        if not self._host_ok(request.headers.get("host")):
+            return Response("unknown host", status_code=421)
+        if not self._origin_ok(request.headers.get("origin")) or not await self.sessions.valid(
+            request.cookies.get(COOKIE)
+        ):
+            return Response("forbidden", status_code=403)
+        return await self.capabilities.upload(request)
+
+    async def artifact(self, request: Request) -> Response:
+        if not self._host_ok(request.headers.get("host")):
+            return Response("unknown host", status_code=421)
+        if not await self.sessions.valid(request.cookies.get(COOKIE)):
+            return Response("forbidden", status_code=403)
+        return await self.capabilities.download(request.path_params["artifact_id"])
+
     # --- the ASGI app -------------------------------------------------------------------------
 
     def asgi(self, *, frame_origins: Iterable[str] = ()) -> ASGIApp:
@@ -409,6 +450,8 @@ class WebHost:
                 Route("/login/link", self.one_time, methods=["GET"]),
                 Route("/logout", self.logout, methods=["POST"]),
                 WebSocketRoute("/host", self.host_channel),
+                Route("/capabilities/upload", self.capability_upload, methods=["POST"]),
+                Route("/artifacts/{artifact_id}", self.artifact, methods=["GET"]),
                 Mount("/static", app=static, name="static"),
             ]
         )

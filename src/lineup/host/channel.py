@@ -11,12 +11,15 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from lineup.protocol.fields import ID_PATTERN, MAX_TEXT_CHARS
+from lineup.protocol.fields import CAPABILITY_NAME_PATTERN, ID_PATTERN, MAX_TEXT_CHARS
 from lineup.protocol.interactions import MAX_INPUT_CHARS
 
 Id = Annotated[str, msgspec.Meta(pattern=ID_PATTERN)]
 MountId = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{24}$")]
 RequestId = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+CapabilityName = Annotated[str, msgspec.Meta(pattern=CAPABILITY_NAME_PATTERN, max_length=255)]
+Code = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
+RequesterKind = Literal["agent", "app"]
 MAX_FRAME_BYTES = 256 * 1024
 
 
@@ -118,6 +121,63 @@ class UiEventFrame(_In, frozen=True, tag="ui_event"):
     data: dict[str, Any]
 
 
+class Consent(_In, frozen=True, tag="consent"):
+    """The person's decision on a capability call's dialog. ``acknowledged`` is the
+    second step of a ``system_permission`` dialog; ``confirmation`` the phrase typed
+    back for a ``restricted`` one. Answered with a ``CapabilityReceipt`` (and, when it
+    approves a capability that runs in the shell, a ``CapabilityRun``: this tab runs it)."""
+
+    conversation_id: Id
+    call_id: Id
+    requester_kind: RequesterKind
+    allow: bool
+    remember: bool = False
+    acknowledged: bool = False
+    confirmation: Annotated[str, msgspec.Meta(max_length=64)] | None = None
+
+
+class Claim(_In, frozen=True, tag="claim"):
+    """The tab offers to run an approved call nobody claimed yet (``display_only``,
+    remembered consent): the first claim wins (``CapabilityRun``), others get a
+    ``CapabilityReceipt``."""
+
+    conversation_id: Id
+    call_id: Id
+    requester_kind: RequesterKind
+
+
+class CapabilityDone(_In, frozen=True, tag="capability_done"):
+    """The tab that claimed a call ran its provider: ``ok`` with ``result``, or not,
+    with ``code``."""
+
+    conversation_id: Id
+    call_id: Id
+    requester_kind: RequesterKind
+    ok: bool
+    result: dict[str, Any] | None = None
+    code: Code | None = None
+
+
+class GrantsRequest(_In, frozen=True, tag="grants"):
+    """The settings panel asks for the remembered grants and the host capabilities."""
+
+
+class Forget(_In, frozen=True, tag="forget"):
+    """Revoke a remembered grant (``requester`` as the ``grants`` frame names it)."""
+
+    requester: Annotated[str, msgspec.Meta(min_length=1, max_length=300)]
+    capability: CapabilityName
+
+
+class CapabilityPolicy(_In, frozen=True, tag="capability_policy"):
+    """Turn a host capability off (``revoked``) or on again."""
+
+    capability: CapabilityName
+    revoked: bool
+
+
+CapabilityFrame = Consent | Claim | CapabilityDone | GrantsRequest | Forget | CapabilityPolicy
+
 ShellFrame = (
     Hello
     | SendMessage
@@ -132,6 +192,12 @@ ShellFrame = (
     | AppCall
     | MountUi
     | UiEventFrame
+    | Consent
+    | Claim
+    | CapabilityDone
+    | GrantsRequest
+    | Forget
+    | CapabilityPolicy
 )
 
 
@@ -207,6 +273,45 @@ class AppSessionView(msgspec.Struct, frozen=True, kw_only=True):
     """The earlier sub-session this one continues."""
 
 
+class CapabilityCallView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One capability call as the consent dialog and the providers need it. ``reason``
+    and ``arguments`` come from the requester: the shell shows them as text only."""
+
+    conversation_id: str
+    call_id: str
+    requester_kind: str
+    requester: str
+    """The agent's id, or the app's scope."""
+    capability: str
+    risk: str
+    runs_in: str
+    """``shell`` (a tab runs it) or ``runtime``."""
+    reason: str
+    arguments: dict[str, Any]
+    phrase: str | None = None
+    """``restricted`` only: what the person must type back."""
+    state: str
+    decision: str | None = None
+    code: str | None = None
+    result: dict[str, Any] | None = None
+    expires_at: str
+    result_envelope_id: str | None = None
+    """An agent's call: the id of its ``app.result`` row in the timeline."""
+
+
+class ArtifactView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A file a call saved or picked, downloadable at ``url``."""
+
+    artifact_id: str
+    conversation_id: str
+    name: str
+    media_type: str
+    size: int
+    created_at: str
+    url: str
+    result_envelope_id: str | None = None
+
+
 class Snapshot(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="snapshot"):
     user_id: str
     username: str
@@ -222,6 +327,10 @@ class Snapshot(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="s
     """The MiniApp instances and focus."""
     app_sessions: list[AppSessionView] = msgspec.field(default_factory=list)
     """The app sub-sessions of the conversations, in opening order."""
+    capability_calls: list[CapabilityCallView] = msgspec.field(default_factory=list)
+    """The open capability calls (their dialogs show again after a reload)."""
+    artifacts: list[ArtifactView] = msgspec.field(default_factory=list)
+    """The files calls saved or picked, per conversation."""
 
 
 class ItemChanged(msgspec.Struct, frozen=True, tag_field="op", tag="item"):
@@ -329,3 +438,53 @@ class AppReceipt(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag=
     instance_id: str
     action: str
     outcome: str
+
+
+class CapabilitiesFrame(
+    msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="capabilities"
+):
+    """To every tab: these calls changed (arrived, decided, claimed or ended)."""
+
+    calls: list[CapabilityCallView]
+
+
+class CapabilityRun(
+    CapabilityCallView, frozen=True, kw_only=True, tag_field="op", tag="capability_run"
+):
+    """To the one tab that claimed the call: run its provider now, then report
+    ``capability_done`` (``device.pick_file``: upload with ``upload_token``)."""
+
+    upload_token: str = ""
+
+
+class CapabilityReceipt(
+    msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="capability_receipt"
+):
+    """To the tab that asked (``action``: ``consent``, ``claim`` or ``done``):
+    ``accepted`` or a stable code (``confirmation_required``, ``call_already_final``,
+    ``capability_call_busy``, ``capability_call_not_found``, ...)."""
+
+    conversation_id: str
+    call_id: str
+    requester_kind: str
+    action: str
+    outcome: str
+
+
+class GrantView(msgspec.Struct, frozen=True, kw_only=True):
+    requester: str
+    """``agent:<id>`` or ``app:<scope>``."""
+    capability: str
+
+
+class HostCapabilityView(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    risk: str
+    revoked: bool
+
+
+class GrantsFrame(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="grants"):
+    """The remembered grants (this Runtime session) and the host capabilities."""
+
+    grants: list[GrantView]
+    capabilities: list[HostCapabilityView]

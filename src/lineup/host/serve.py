@@ -21,9 +21,12 @@ class HostServer:
     once, from its own ``m-<random>.localhost`` site). Quacks like the
     ``uvicorn.Server`` that ``wait_started`` and ``run_client`` expect."""
 
-    def __init__(self, shell: uvicorn.Server, surfaces: uvicorn.Server) -> None:
+    def __init__(
+        self, shell: uvicorn.Server, surfaces: uvicorn.Server, web: WebHost | None = None
+    ) -> None:
         self.shell = shell
         self.surfaces = surfaces
+        self.web = web
 
     @property
     def started(self) -> bool:
@@ -39,6 +42,8 @@ class HostServer:
         self.surfaces.should_exit = value
 
     async def serve(self) -> None:
+        if self.web is not None:
+            await self.web.start()  # the host's capabilities, declared before serving
         async with asyncio.TaskGroup() as tg:
             tg.create_task(self.surfaces.serve())
             tg.create_task(self.shell.serve())
@@ -67,7 +72,7 @@ def build_host_server(
     surfaces = uvicorn_config(
         web.surfaces.asgi(), host="127.0.0.1", port=surface_port, lifespan="off"
     )
-    return web, HostServer(EmbeddedServer(shell), EmbeddedServer(surfaces))
+    return web, HostServer(EmbeddedServer(shell), EmbeddedServer(surfaces), web)
 
 
 def _hosts(host: str, port: int) -> set[str]:

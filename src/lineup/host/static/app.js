@@ -8,7 +8,9 @@
 // composer. dom.js holds the DOM helpers and the Trusted Types policy; cards.js the
 // interaction cards, which get what they need from here through initCards; dock.js
 // the app dock and the app area (MiniApp instances and focus, as the Runtime decides);
-// overlay.js the questions shown over the app in front.
+// overlay.js the questions shown over the app in front; consent.js the consent dialog
+// for capability calls, their providers and saved files; settings.js the permissions
+// panel.
 //
 // App sub-sessions: each one is a single collapsible group row, placed where it opened
 // (the Runtime gives it the key and seq of its hidden `app_session.opened` row). It
@@ -40,6 +42,17 @@ import {
   updateSurfaceCard,
 } from "./ui_cards.js";
 import {
+  hiddenCapabilityRow,
+  initConsent,
+  isArtifactRow,
+  onCapabilities,
+  onCapabilityReceipt,
+  onCapabilityRun,
+  renderArtifactRow,
+  resetConsent,
+} from "./consent.js";
+import { initSettings, onGrants } from "./settings.js";
+import {
   initOverlay,
   overlayRow,
   overlayShows,
@@ -70,6 +83,8 @@ initCards({
 });
 initDock({ send, onFocus: refreshOverlay });
 initSurfaces({ send });
+initConsent({ send, refreshRows: refreshCapabilityRows });
+initSettings({ send });
 initUiCards({ send });
 initOverlay({
   renderItem,
@@ -143,6 +158,8 @@ function renderItem(item) {
       bar.value = item.data.current;
     }
     li.append(label, bar);
+  } else if (isArtifactRow(item)) {
+    renderArtifactRow(item, li);
   } else if (item.kind === "error") {
     li.setAttribute("role", "alert");
     li.textContent = `${item.data.message} (${item.data.code})`;
@@ -330,6 +347,7 @@ function redraw() {
     .filter((item) => !state.conversation || item.conversation_id === state.conversation.id)
     .filter((item) => item.kind !== "status" || isLatestStatus(item))
     .filter((item) => !(item.kind === "interaction" && item.data.app_session_id))
+    .filter((item) => !hiddenCapabilityRow(item))
     .sort(order);
   // Keep one element per row and rebuild only rows whose data changed: a long
   // conversation must not cost a full re-render per frame.
@@ -370,6 +388,7 @@ function redraw() {
 function placeOne(item) {
   if (item.kind === "status" || !state.conversation) return false;
   if (item.data?.app_session_id) return false; // shown inside its group
+  if (hiddenCapabilityRow(item)) return false; // redraw leaves it out
   if (item.conversation_id !== state.conversation.id) return true;
   const list = $("items");
   const cached = rendered.get(item.key);
@@ -399,6 +418,14 @@ function placeOne(item) {
   if (atBottom) timeline.scrollTop = timeline.scrollHeight;
   if (item.unread) acknowledgeShown();
   return true;
+}
+
+// A call saved or picked a file: its app.result row now shows it.
+function refreshCapabilityRows() {
+  for (const [key, entry] of rendered) {
+    if (entry.item.kind === "unsupported") rendered.delete(key);
+  }
+  redraw();
 }
 
 function rowItem(li) {
@@ -450,6 +477,7 @@ function onSnapshot(frame) {
   nested.clear();
   state.complete = !!state.conversation && (frame.complete || []).includes(state.conversation.id);
   const drafts = resetCards(frame);
+  resetConsent(frame);
   frame.items.forEach(upsert);
   onAppSessions(frame.app_sessions || []);
   if (state.conversation) {
@@ -511,6 +539,18 @@ function onFrame(frame) {
       break;
     case "ui_event_receipt":
       onUiEventReceipt(frame);
+      break;
+    case "capabilities":
+      onCapabilities(frame.calls);
+      break;
+    case "capability_run":
+      onCapabilityRun(frame);
+      break;
+    case "capability_receipt":
+      onCapabilityReceipt(frame);
+      break;
+    case "grants":
+      onGrants(frame);
       break;
     case "history": {
       const timeline = $("timeline");

@@ -60,3 +60,24 @@ export function reconcile(list, nodes, removed = () => {}) {
     child = next;
   }
 }
+
+// Keep Tab and Shift+Tab inside `container` (a modal dialog: the browser would move
+// focus out of the page after its last control).
+export function trapFocus(container) {
+  container.addEventListener("keydown", (event) => {
+    if (event.key !== "Tab") return;
+    const controls = [
+      ...container.querySelectorAll("button, input, textarea, select, a[href], [tabindex='0']"),
+    ].filter((control) => !control.disabled && !control.hidden && control.getClientRects().length);
+    if (!controls.length) return;
+    const first = controls[0];
+    const last = controls[controls.length - 1];
+    if (event.shiftKey && (document.activeElement === first || !container.contains(document.activeElement))) {
+      event.preventDefault();
+      last.focus();
+    } else if (!event.shiftKey && document.activeElement === last) {
+      event.preventDefault();
+      first.focus();
+    }
+  });
+}
