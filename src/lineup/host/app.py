@@ -256,11 +256,9 @@ class WebHost:
             async with asyncio.TaskGroup() as tg:
                 writer = tg.create_task(_pump(websocket, outbox))
                 regrouper = tg.create_task(self._send_groups(groups, outbox))
-                deadlines = tg.create_task(capabilities.watch_deadlines())
                 await self._read_frames(websocket, outbox, capabilities)
                 writer.cancel()
                 regrouper.cancel()
-                deadlines.cancel()
         except* (WebSocketDisconnect, RuntimeError):
             pass
         finally:

@@ -18,7 +18,6 @@ a text, a file name or a file's bytes.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hmac
 import logging
 import re
@@ -242,12 +241,10 @@ class CapabilityTab:
         self.gateway = host.runtime.capabilities
         self.outbox = outbox
         self.claimed: set[CallKey] = set()
-        self._changed = asyncio.Event()
 
     def on_event(self, event: Any) -> bytes | None:
         if not isinstance(event, CapabilitiesChanged):
             return None
-        self._changed.set()
         for call in event.calls:
             if call.state not in OPEN:
                 self.claimed.discard(call.key)
@@ -323,21 +320,6 @@ class CapabilityTab:
             extra={"call_id": key.call_id, "capability": call.capability, "code": call.code},
         )
         return _receipt(key, "done", "accepted")
-
-    async def watch_deadlines(self) -> None:
-        """Expire calls at their ``expires_at`` while this tab is open, so a dialog
-        closes on time: the Runtime's own timer is not woken by a new call and may
-        look only a minute later (``gateway.due`` is idempotent; every tab may ask)."""
-        runtime = self.host.runtime
-        while True:
-            self._changed.clear()
-            deadline = await self.gateway.next_deadline()
-            delay = None if deadline is None else (deadline - runtime.clock()).total_seconds()
-            if delay is not None and delay <= 0:
-                await self.gateway.due()
-                continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), delay)
 
 
 def _busy_or_final(call: CapabilityCall) -> str:

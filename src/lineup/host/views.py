@@ -9,6 +9,7 @@ from typing import Any, Literal
 import msgspec
 
 from lineup.protocol import (
+    AppCallEnvelope,
     AppListEnvelope,
     AppSessionClosedEnvelope,
     AppSessionOpenedEnvelope,
@@ -40,6 +41,7 @@ from .channel import AppInstanceView, AppSessionView, AppsView, ItemView
 Kind = Literal["message", "status", "progress", "error", "interaction", "surface", "unsupported"]
 
 HIDDEN = (
+    AppCallEnvelope,
     ClientInventoryEnvelope,
     AppListEnvelope,
     ToolResultEnvelope,
@@ -53,8 +55,9 @@ HIDDEN = (
 )
 """Runtime bookkeeping, not content: the inventory, results (shown on their card),
 the agent's dismiss control, app sub-session notices to the agent (the IM shows each
-sub-session as a group of its own: ``group_view``), and a surface's patches, close and
-events (its ``ui.open`` row shows the surface as it is now)."""
+sub-session as a group of its own: ``group_view``), a surface's patches, close and
+events (its ``ui.open`` row shows the surface as it is now), and an agent's
+``app.call`` (the consent dialog shows it)."""
 Sender = Literal["agent", "user", "runtime"]
 
 

@@ -169,6 +169,7 @@ class Runtime:
             send=self._start_send,
             inventory_changed=self.registry.refresh,
             apps_told=lambda ids: self._emit(ToolCallsChanged(ids, "capabilities")),
+            deadline_added=self._expiry_changed.set,
         )
         """Host capabilities: what agents and apps request, decided and answered once."""
         self.app_api = AppApi(

@@ -400,6 +400,7 @@ def _apply_received_txn(
 ) -> Applied:
     from .apps import router  # the router imports the kernel, which imports this module
     from .capabilities import gateway as capability_gateway  # (it imports this module)
+    from .capabilities.calls import OPEN as capability_open
 
     applied: list[TimelineItem] = []
     cursors: dict[str, int] = {}
@@ -501,6 +502,8 @@ def _apply_received_txn(
                     capability_calls.append(arrived)
                     if arrived.outbox is not None:
                         outbox.append(arrived.outbox)
+                    if arrived.call is not None and arrived.call.state in capability_open:
+                        expiry_changed = True  # its expires_at is a new deadline
             elif item.type in ui_surfaces.UI_TYPES and item.sender_kind == "agent":
                 ui = ui_surfaces.apply(conn, item, now, inline_allowlist=inline_surfaces)
                 outbox.extend(ui.outbox)

@@ -546,21 +546,23 @@ class Artifact:
     size: int
     sha256: str
     created_at: str
+    call_id: str | None = None
+    """The capability call that saved or picked it."""
 
 
 def artifact(conn: sqlite3.Connection, artifact_id: str) -> tuple[Artifact, bytes] | None:
     row = conn.execute(
-        "SELECT id, conversation_id, name, media_type, size, sha256, created_at, body"
+        "SELECT id, conversation_id, name, media_type, size, sha256, created_at, call_id, body"
         " FROM artifacts WHERE id = ?",
         (artifact_id,),
     ).fetchone()
-    return None if row is None else (Artifact(*row[:7]), bytes(row[7]))
+    return None if row is None else (Artifact(*row[:8]), bytes(row[8]))
 
 
 def artifacts(conn: sqlite3.Connection, conversation_id: str) -> list[Artifact]:
     rows = conn.execute(
-        "SELECT id, conversation_id, name, media_type, size, sha256, created_at FROM artifacts"
-        " WHERE conversation_id = ? ORDER BY created_at, id",
+        "SELECT id, conversation_id, name, media_type, size, sha256, created_at, call_id"
+        " FROM artifacts WHERE conversation_id = ? ORDER BY created_at, id",
         (conversation_id,),
     ).fetchall()
     return [Artifact(*r) for r in rows]
@@ -653,6 +655,7 @@ class CapabilityGateway:
         send: Callable[[OutboxItem], None] = _ignore,
         inventory_changed: Callable[[], Awaitable[object]] | None = None,
         apps_told: Callable[[frozenset[str]], None] = _ignore,
+        deadline_added: Callable[[], None] = lambda: None,
     ) -> None:
         self._store = store
         self._clock = clock
@@ -660,6 +663,8 @@ class CapabilityGateway:
         self._send = send
         self._inventory_changed = inventory_changed
         self._apps_told = apps_told
+        self._deadline_added = deadline_added
+        """Wakes the Runtime's expiry timer (a new call may expire first)."""
         """Told the app instances whose own calls changed (their SDK reads them)."""
         self._remembered: set[tuple[str, str]] = set()
         """(requester, capability) the person allowed for this session (memory only)."""
@@ -784,6 +789,8 @@ class CapabilityGateway:
             None,
             frozenset(permissions),
         )
+        if outcome is not None and outcome.call is not None and outcome.call.state not in FINAL:
+            self._deadline_added()
         if outcome is None:
             found = await self.get(key)
             if found is None:  # pragma: no cover - the key exists when _arrive said so
@@ -792,8 +799,11 @@ class CapabilityGateway:
         return self._after([outcome])[0]
 
     def arrived(self, outcomes: Iterable[Outcome]) -> None:
-        """After the apply transaction that took agents' calls in."""
-        self._after(list(outcomes))
+        """After the apply transaction that took agents' calls in: tell hosts (the
+        apply loop sends the results it queued)."""
+        calls = tuple(o.call for o in outcomes if o.call is not None)
+        if calls:
+            self._emit(CapabilitiesChanged(calls))
 
     def _after(self, outcomes: list[Outcome]) -> list[CapabilityCall]:
         calls = [o.call for o in outcomes if o.call is not None]
