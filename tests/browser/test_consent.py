@@ -9,6 +9,7 @@ import asyncio
 import re
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from playwright.async_api import Locator, Page, expect
 
@@ -17,8 +18,10 @@ from tests.conftest import Pair
 from tests.support.appserver import AppServerProcess
 from tests.support.browser import PageWatch
 from tests.support.browser_interactions import log_in
-from tests.support.capability_calls import app_call, app_result
+from tests.support.capability_calls import app_call, app_result, chat_id
 from tests.support.webhost import Client, serving
+
+APP_BUNDLE = Path(__file__).parents[1] / "support" / "apps" / "test-app"
 
 
 def consent_dialog(page: Page) -> Locator:
@@ -303,3 +306,47 @@ async def test_an_expiring_call_closes_its_dialog(
     result = await app_result(client, "late-1")
     assert (result["status"], result["error"]["code"]) == ("expired", "expired")
     page_watch.assert_clean()
+
+
+async def test_an_app_asks_through_the_sdk_and_gets_its_result(
+    page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
+) -> None:
+    await page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=client.url)
+    await client.runtime.registry.install_bundle(APP_BUNDLE, enable=True)
+    await log_in(page, client)
+    conversation = await chat_id(client)
+    record = await client.runtime.apps.open_instance("test-app", conversation_id=conversation)
+    frame = page.frame_locator("#app-area-frame iframe.app-frame:not([hidden])")
+    await expect(frame.locator("body")).to_have_attribute("data-ready", "true")
+
+    await frame.get_by_role("button", name="Copy a greeting").click()
+    dialog = consent_dialog(page)
+    await expect(dialog).to_be_visible()
+    await expect(dialog.locator(".consent-who")).to_contain_text("test-app")
+    await expect(dialog.locator(".consent-preview")).to_have_text("Hello from the test app")
+    await screenshot("app-asks-for-the-clipboard")
+    await allow(dialog)
+    await expect(frame.locator("#copied")).to_have_text("copied")
+    assert await page.evaluate("navigator.clipboard.readText()") == "Hello from the test app"
+
+    await frame.get_by_role("button", name="Copy a greeting").click()
+    await expect(dialog).to_be_visible()
+    await deny(dialog)
+    await expect(frame.locator("#copied")).to_have_text("refused: capability_denied")
+    # The app's calls are the app's: the agent gets no app.result for them.
+    stored = await client.pair.agent.read_all(conversation)
+    assert not [s for s in stored if s["envelope"]["type"] == "lineup.v1.app.result"]
+    assert set(await app_calls_of(client)) == {record.instance_id}
+    page_watch.assert_clean()
+
+
+async def app_calls_of(client: Client) -> list[str]:
+    """The instances that made capability calls (read straight from the store)."""
+
+    def read(conn: Any) -> list[str]:
+        rows = conn.execute(
+            "SELECT requester_id FROM capability_calls WHERE requester_kind = 'app'"
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    return list(await client.runtime.store.db.read(read))
