@@ -48,7 +48,7 @@ def test_user_and_agent_add_and_their_errors(tmp_path: Path) -> None:
 
 
 def test_demo_prints_how_to_talk_and_the_agent_answers(tmp_path: Path) -> None:
-    port, web_port = free_port(), free_port()
+    port, web_port, surface_port = free_port(), free_port(), free_port()
     demo = subprocess.Popen(
         [
             sys.executable,
@@ -61,6 +61,8 @@ def test_demo_prints_how_to_talk_and_the_agent_answers(tmp_path: Path) -> None:
             str(port),
             "--web-port",
             str(web_port),
+            "--surface-port",
+            str(surface_port),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

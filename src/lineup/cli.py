@@ -113,13 +113,27 @@ def agent_add(data_dir: Path, agent_id: str, name: str | None) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8765, show_default=True, type=int, help="AppServer port.")
 @click.option("--web-port", default=8766, show_default=True, type=int, help="Web Host port.")
-def demo(data_dir: Path | None, host: str, port: int, web_port: int) -> None:
+@click.option(
+    "--surface-port",
+    default=None,
+    type=int,
+    help="Surface origin port (MiniApp surfaces).  [default: the Web Host port + 1]",
+)
+def demo(
+    data_dir: Path | None, host: str, port: int, web_port: int, surface_port: int | None
+) -> None:
     """Run AppServer, demo agent, Runtime and Web Host; print the login link."""
     from .demo import run_demo
 
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(
-            run_demo(data_dir or default_data_dir("demo"), host=host, port=port, web_port=web_port)
+            run_demo(
+                data_dir or default_data_dir("demo"),
+                host=host,
+                port=port,
+                web_port=web_port,
+                surface_port=surface_port,
+            )
         )
 
 
@@ -139,10 +153,21 @@ def demo(data_dir: Path | None, host: str, port: int, web_port: int) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8766, show_default=True, type=int, help="Web Host port.")
 @click.option(
+    "--surface-port",
+    default=None,
+    type=int,
+    help="Surface origin port (MiniApp surfaces).  [default: the Web Host port + 1]",
+)
+@click.option(
     "--agent", "agent_id", default=None, help="Open a conversation with this agent after login."
 )
 def client(
-    server_url: str, data_dir: Path | None, host: str, port: int, agent_id: str | None
+    server_url: str,
+    data_dir: Path | None,
+    host: str,
+    port: int,
+    surface_port: int | None,
+    agent_id: str | None,
 ) -> None:
     """Run your Runtime and the Web Host against an AppServer; log in in the browser."""
     from .host.serve import run_standalone
@@ -154,6 +179,7 @@ def client(
                 server_url=server_url.rstrip("/"),
                 host=host,
                 port=port,
+                surface_port=surface_port,
                 agent_id=agent_id,
             )
         )

@@ -58,7 +58,9 @@ def _save_credentials(data_dir: Path, credentials: dict[str, str]) -> None:
         json.dump(credentials, handle, indent=2)
 
 
-async def run_demo(data_dir: Path, *, host: str, port: int, web_port: int) -> None:
+async def run_demo(
+    data_dir: Path, *, host: str, port: int, web_port: int, surface_port: int | None = None
+) -> None:
     """AppServer, demo agent, Runtime and Web Host in one process, until Ctrl-C."""
     credentials = await ensure_demo_accounts(data_dir)
     server = build_server(data_dir, host=host, port=port, embedded=True)
@@ -83,7 +85,9 @@ async def run_demo(data_dir: Path, *, host: str, port: int, web_port: int) -> No
             agent_task = tg.create_task(agent.run())
             if runtime.session is None:
                 await runtime.login(url, credentials["username"], credentials["password"])
-            web, web_server = build_host_server(runtime, server_url=url, host=host, port=web_port)
+            web, web_server = build_host_server(
+                runtime, server_url=url, host=host, port=web_port, surface_port=surface_port
+            )
             client_task = tg.create_task(
                 run_client(runtime, web_server, agent_id=credentials["agent_id"])
             )

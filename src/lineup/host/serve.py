@@ -116,7 +116,13 @@ async def run_client(
 
 
 async def run_standalone(
-    data_dir: Path, *, server_url: str, host: str, port: int, agent_id: str | None
+    data_dir: Path,
+    *,
+    server_url: str,
+    host: str,
+    port: int,
+    agent_id: str | None,
+    surface_port: int | None = None,
 ) -> None:
     """``lineup client``: until Ctrl-C or SIGTERM; the outbox stays on disk."""
     runtime = Runtime(data_dir)
@@ -126,7 +132,9 @@ async def run_standalone(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        web, server = build_host_server(runtime, server_url=server_url, host=host, port=port)
+        web, server = build_host_server(
+            runtime, server_url=server_url, host=host, port=port, surface_port=surface_port
+        )
         async with asyncio.TaskGroup() as tg:
             task = tg.create_task(run_client(runtime, server, agent_id=agent_id))
             await wait_started(server, task)
