@@ -23,6 +23,7 @@ from .errors import (
     InteractionFailed,
     InteractionRejected,
     SendRejected,
+    ToolCallError,
 )
 from .ids import new_envelope_id
 
@@ -51,6 +52,7 @@ __all__ = [
     "InteractionRejected",
     "MemoryCursorStore",
     "SendRejected",
+    "ToolCallError",
     "ToolResult",
     "default_cursor_path",
     "new_envelope_id",

@@ -74,7 +74,16 @@ class Asking:
         call_id: str | None,
         app_session_id: str | None,
     ) -> ToolResult:
-        checked = checked_arguments(tool, arguments)
+        """An interactive tool: its arguments are checked here first."""
+        return await self.call(tool, checked_arguments(tool, arguments), call_id, app_session_id)
+
+    async def call(
+        self,
+        tool: str,
+        checked: dict[str, Any],
+        call_id: str | None,
+        app_session_id: str | None,
+    ) -> ToolResult:
         context = None
         if app_session_id is not None:
             check_id(app_session_id, "app_session_id")

@@ -42,7 +42,7 @@ from .arguments import (
 )
 from .asking import Asking, accepted, answer_of, chosen
 from .capabilities import Capabilities
-from .errors import SendRejected, capability_error
+from .errors import SendRejected, ToolCallError, capability_error
 from .ids import new_envelope_id
 from .inbox import History, Inbox
 
@@ -171,6 +171,28 @@ class Conversation:
     async def send_error(self, code: str, message: str, *, ref_id: str | None = None) -> int:
         payload = payloads.Error(code=code, message=message, ref_id=ref_id)
         return await self.send(self._make(ErrorEnvelope, "err", payload, None))
+
+    # --- app tools (spec 002 §8) -----------------------------------------------------------
+
+    async def call_tool(
+        self,
+        tool: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        app_session_id: str | None = None,
+        call_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Call a MiniApp's tool that the inventory advertises (``launch``,
+        ``foreground``, ``direct`` or ``operation``) and return the app's result.
+        ``app_session_id`` picks the instance (its sub-session). Raises
+        ``ToolCallError`` for any other outcome. Call ids are derived like the
+        interactions' (a replayed handler does not call twice)."""
+        if not isinstance(arguments, dict | None):
+            raise TypeError("arguments must be a dict")
+        result = await self._asking.call(tool, dict(arguments or {}), call_id, app_session_id)
+        if result.status != "completed":
+            raise ToolCallError(result)
+        return dict(result.result or {})
 
     # --- surfaces (spec 000 §4) ----------------------------------------------------------
 

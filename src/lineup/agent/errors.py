@@ -90,6 +90,23 @@ def interaction_error(result: ToolResult) -> InteractionError:
     return kind(result.call_id, code, message, status=result.status, result=result)
 
 
+class ToolCallError(AgentError):
+    """An app's tool call ended without a result (``call_tool``): ``status`` is the
+    ``tool.result`` status (``rejected``, ``failed``, ``cancelled``), ``code`` the
+    stable code (``tool_not_advertised``, ``app_closed``, ``tool_timeout``, or the
+    app's own), ``result`` the ``tool.result`` payload."""
+
+    def __init__(self, result: ToolResult) -> None:
+        code = result.error.code if result.error is not None else result.status
+        message = result.error.message if result.error is not None else ""
+        super().__init__(f"{result.call_id}: {result.status} ({code})")
+        self.call_id = result.call_id
+        self.status = result.status
+        self.code = code
+        self.message = message
+        self.result = result
+
+
 class CapabilityError(AgentError):
     """A capability call ended without a result the agent can use.
 
