@@ -89,7 +89,7 @@ async def run_demo(
                 runtime, server_url=url, host=host, port=web_port, surface_port=surface_port
             )
             client_task = tg.create_task(
-                run_client(runtime, web_server, agent_id=credentials["agent_id"])
+                run_client(runtime, web_server, agent_id=credentials["agent_id"], bundled_apps=True)
             )
             await wait_started(web_server, client_task)
             link = await web.sessions.create("link")

@@ -92,12 +92,18 @@ async def run_client(
     server: HostServer,
     *,
     agent_id: str | None = None,
+    bundled_apps: bool = False,
 ) -> None:
     """Serve the host; once logged in, open the default conversation and sync.
 
     Runs until cancelled. Logging in happens on the host's login page (or before,
     as ``lineup demo`` does); the sync loop starts as soon as there is a session.
+    ``bundled_apps``: install and enable the reference MiniApps first.
     """
+    if bundled_apps:
+        from lineup.miniapps import install_bundled
+
+        await install_bundled(runtime)
     async with asyncio.TaskGroup() as tg:
         server_task = tg.create_task(server.serve())
         await wait_started(server, server_task)
@@ -136,7 +142,7 @@ async def run_standalone(
             runtime, server_url=server_url, host=host, port=port, surface_port=surface_port
         )
         async with asyncio.TaskGroup() as tg:
-            task = tg.create_task(run_client(runtime, server, agent_id=agent_id))
+            task = tg.create_task(run_client(runtime, server, agent_id=agent_id, bundled_apps=True))
             await wait_started(server, task)
             where = f"http://{host}:{port}"
             if runtime.session is None:
