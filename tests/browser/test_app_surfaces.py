@@ -7,6 +7,7 @@ down."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,17 @@ async def agent_calls(client: Client, call_id: str, tool: str, arguments: dict[s
         },
     )
     assert (await client.pair.agent.post(conversation, body)).status_code == 201
+
+
+async def agent_events(client: Client, conversation_id: str, kind: str) -> list[dict[str, Any]]:
+    """The payloads of ``kind`` the agent can read, once there is one."""
+    async with asyncio.timeout(20):
+        while True:
+            stored = await client.pair.agent.read_all(conversation_id)
+            found = [s["envelope"]["payload"] for s in stored if s["envelope"]["type"] == kind]
+            if found:
+                return found
+            await client.pair.agent.read(conversation_id, stored[-1]["seq"], wait=5)
 
 
 def app_frame(page: Page) -> FrameLocator:
@@ -66,6 +78,13 @@ async def test_an_app_surface_takes_tool_calls_keeps_state_and_closes(
     await agent_calls(client, "slow-1", "test-app.slow", {"steps": 3})
     assert (await tool_result(client, "echo-1"))["result"] == {"text": "hello"}
     assert (await tool_result(client, "slow-1"))["result"] == {"done": True}
+
+    # The app's declared events reach the agent as ui.event; undeclared ones do not.
+    await frame.get_by_role("button", name="Undeclared event").click()
+    await frame.get_by_role("button", name="Ping the agent").click()
+    conversation_id = await chat_id(client)
+    events = await agent_events(client, conversation_id, "lineup.v1.ui.event")
+    assert events == [{"instance_id": instance_id, "event": "ping", "data": {"n": 1}}]
 
     # An envelope for the app's scope reaches its inbox (pushed, listed, acknowledged).
     conversation = await chat_id(client)

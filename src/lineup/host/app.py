@@ -352,6 +352,8 @@ class WebHost:
             return _encode(await self.app_surfaces.mount_ui(frame))
         if isinstance(frame, channel.UiEventFrame):
             return _encode(await self.app_surfaces.ui_event(frame))
+        if isinstance(frame, channel.AppEventFrame):
+            return _encode(await self.app_surfaces.app_event(frame))
         if isinstance(frame, channel.SendMessage):
             known = {c.id for c in await runtime.store.conversations()}
             if frame.conversation_id not in known:

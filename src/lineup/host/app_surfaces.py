@@ -138,6 +138,18 @@ class AppSurfaces:
                 outcome = refused.code
         return channel.UiEventReceipt(mount_id=frame.mount_id, event=frame.event, outcome=outcome)
 
+    async def app_event(self, frame: channel.AppEventFrame) -> channel.UiEventReceipt:
+        instance_id = self._instance_of.get(frame.mount_id)
+        outcome = "accepted"
+        if instance_id is None:
+            outcome = "mount_not_found"
+        else:
+            try:
+                await self.runtime.app_event(instance_id, frame.event, frame.data)
+            except UiEventRefused as refused:
+                outcome = refused.code
+        return channel.UiEventReceipt(mount_id=frame.mount_id, event=frame.event, outcome=outcome)
+
     def ui_changed(self, item: TimelineItem) -> None:
         """A surface the agent opened changed: once it is no longer open, its mounts go."""
         surface = item.surface

@@ -112,6 +112,16 @@ class MountUi(_In, frozen=True, tag="mount_ui"):
     instance_id: Id
 
 
+class AppEventFrame(_In, frozen=True, tag="app_event"):
+    """An event an app instance's surface sent (``LineUpSurface.event``) through the
+    frame of ``mount_id``; for the agent as ``lineup.v1.ui.event``. Answered with a
+    ``UiEventReceipt``."""
+
+    mount_id: MountId
+    event: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z][A-Za-z0-9._:-]{0,63}$")]
+    data: dict[str, Any]
+
+
 class UiEventFrame(_In, frozen=True, tag="ui_event"):
     """The person's event from the frame of ``mount_id`` (the shell checked name and
     data), for the agent as ``lineup.v1.ui.event``. Answered with a ``UiEventReceipt``."""
@@ -192,6 +202,7 @@ ShellFrame = (
     | AppCall
     | MountUi
     | UiEventFrame
+    | AppEventFrame
     | Consent
     | Claim
     | CapabilityDone

@@ -60,6 +60,7 @@ from .records import (
     ToolCallIntent,
 )
 from .store import RuntimeStore
+from .ui_surfaces import UiEventRefused
 
 log = logging.getLogger("lineup.runtime")
 
@@ -426,6 +427,19 @@ class Runtime:
             item = await self.store.item(conversation_id, envelope_id)
             if item is not None:
                 self._emit(TimelineChanged(item))
+        for outgoing in outcome.outbox:
+            self._start_send(outgoing)
+
+    async def app_event(self, instance_id: str, name: str, data: dict[str, Any]) -> None:
+        """The person acted in a MiniApp instance's surface and the app reported it
+        (``LineUpSurface.event``): the agent gets it as ``lineup.v1.ui.event`` when
+        the manifest declares the event. Raises ``UiEventRefused``."""
+        record = self.apps.record(instance_id)
+        if record is None or record.conversation_id is None:
+            raise UiEventRefused(ErrorCode.APP_INSTANCE_NOT_FOUND.value)
+        outcome = await self.store.app_event(
+            record.conversation_id, instance_id, record.app_scope, name, data
+        )
         for outgoing in outcome.outbox:
             self._start_send(outgoing)
 

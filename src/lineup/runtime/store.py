@@ -155,6 +155,25 @@ class RuntimeStore:
     async def item(self, conversation_id: str, envelope_id: str) -> TimelineItem | None:
         return await self._db.read(get_item, conversation_id, envelope_id)
 
+    async def app_event(
+        self,
+        conversation_id: str,
+        instance_id: str,
+        app_scope: str,
+        name: str,
+        data: dict[str, Any],
+    ) -> ui_surfaces.UiOutcome:
+        """An event from an app instance's own surface (see ``ui_surfaces.app_event``)."""
+        return await self._db.write(
+            ui_surfaces.app_event,
+            conversation_id,
+            instance_id,
+            app_scope,
+            name,
+            data,
+            self._now(),
+        )
+
     async def ui_surface(self, conversation_id: str, instance_id: str) -> SurfaceRecord | None:
         return await self._db.read(ui_surfaces.record_of, conversation_id, instance_id)
 

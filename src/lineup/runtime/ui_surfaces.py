@@ -237,6 +237,35 @@ class UiEventRefused(Exception):
         self.code = code
 
 
+def app_event(
+    conn: sqlite3.Connection,
+    conversation_id: str,
+    instance_id: str,
+    app_scope: str,
+    name: str,
+    data: dict[str, object],
+    now: str,
+) -> UiOutcome:
+    """The person's event from a MiniApp instance's own surface (its first): sent to
+    the agent as ``lineup.v1.ui.event`` with the instance's id when the manifest
+    declares it for that surface. Raises ``UiEventRefused`` (``event_not_declared``,
+    ``malformed_envelope``)."""
+    row = conn.execute("SELECT app_id FROM apps WHERE app_scope = ?", (app_scope,)).fetchone()
+    manifest = None if row is None else registry.manifest_of(conn, row[0])
+    surfaces = [] if manifest is None else manifest.surfaces
+    if not surfaces or name not in surfaces[0].events:
+        raise UiEventRefused("event_not_declared")
+    try:
+        payload = payloads.UiEvent(instance_id=instance_id, event=name, data=data)
+        item = queue_from_runtime(
+            conn, UiEventEnvelope, f"uie_{uuid.uuid4().hex}", conversation_id, payload, now
+        )
+    except (ValueError, msgspec.ValidationError) as exc:
+        raise UiEventRefused(ErrorCode.MALFORMED_ENVELOPE.value) from exc
+    audit(conn, now, "user", "ui.event", f"{conversation_id}/{instance_id}", "sent")
+    return UiOutcome((), (item,))
+
+
 def event(
     conn: sqlite3.Connection,
     conversation_id: str,

@@ -109,6 +109,8 @@ export function onMounted(frame) {
     container(),
     { url: frame.url, instanceId, mountId },
     {
+      // The app's own events (LineUpSurface.event): for the agent, if declared.
+      onEvent: (name, data) => frames.send({ op: "app_event", mount_id: mountId, event: name, data }),
       onRequest: (id, method, params) => {
         if (!frames.send({ op: "app_call", mount_id: mountId, id, method, params })) {
           handle.respond(id, false, { code: "offline", message: "Not connected to LineUp" });

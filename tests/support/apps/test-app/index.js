@@ -50,6 +50,15 @@ document.getElementById("copy").addEventListener("click", async () => {
   }
 });
 
+let pings = 0;
+document.getElementById("ping").addEventListener("click", () => {
+  pings += 1;
+  LineUpSurface.event("ping", { n: pings });
+});
+document.getElementById("shout").addEventListener("click", () => {
+  LineUpSurface.event("shout", { loud: true }); // not in the manifest: never reaches the agent
+});
+
 (async () => {
   const context = await LineUpApp.context();
   document.getElementById("context").textContent = `${context.app_scope} ${context.app_version}`;
