@@ -44,6 +44,7 @@ from lineup.protocol.payloads import ClientInventory
 
 from .apps import registry
 from .apps.app_api import AppApi
+from .apps.focus import CancelBoundTools
 from .apps.kernel import AppKernel, AppsChanged
 from .apps.registry import INITIAL_REVISION, AppRegistry
 from .apps.router import ToolRouter
@@ -151,6 +152,7 @@ class Runtime:
         self.logged_in = asyncio.Event()
         self._expiry_changed = asyncio.Event()
         self._drafts: dict[str, str] = {}  # interaction id -> unsent input (memory only)
+        self._background: set[asyncio.Task[None]] = set()
         self.apps = AppKernel(self.store, clock=self._clock, emit=self._emit, send=self._start_send)
         """The MiniApp kernel: instances, focus and their sub-sessions."""
         self.registry = AppRegistry(
@@ -215,11 +217,24 @@ class Runtime:
         return lambda: self._listeners.remove(listener)
 
     def _emit(self, event: RuntimeEvent) -> None:
+        if isinstance(event, AppsChanged):
+            self._cancel_app_capabilities(event)
         for listener in list(self._listeners):
             try:
                 listener(event)
             except Exception:
                 log.exception("runtime listener failed")
+
+    def _cancel_app_capabilities(self, event: AppsChanged) -> None:
+        """An app instance whose tools are cancelled (closed, failed) cannot take a
+        capability's result either: its calls still waiting end ``cancelled``."""
+        ended = {e.instance_id for e in event.effects if isinstance(e, CancelBoundTools)}
+        for instance_id in ended:
+            task = asyncio.get_running_loop().create_task(
+                self.capabilities.cancel_for_app(instance_id)
+            )
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
     # --- session ----------------------------------------------------------------------------
 

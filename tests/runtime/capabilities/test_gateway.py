@@ -418,3 +418,27 @@ async def test_sigkill_between_consent_and_result_never_runs_twice(
     await h.open()
     await h.start()  # a second restart changes nothing
     assert len(h.results("k1")) == 1
+
+
+async def test_a_closed_app_s_waiting_calls_end_cancelled(h: Harness) -> None:
+    asked = await h.g.request_from_app(
+        CallKey(C1.id, "cap_1", "app"),
+        "notes.abc",
+        ["clipboard.write"],
+        "clipboard.write",
+        {"text": "x"},
+        "why",
+        T0 + timedelta(minutes=1),
+    )
+    other = await h.g.request_from_app(
+        CallKey(C1.id, "cap_2", "app"),
+        "notes.def",
+        ["clipboard.write"],
+        "clipboard.write",
+        {"text": "y"},
+        "why",
+        T0 + timedelta(minutes=1),
+    )
+    await h.g.cancel_for_app("notes.abc")
+    assert await h.state(asked.key) == (State.CANCELLED, "app_closed")
+    assert (await h.state(other.key))[0] is State.AWAITING_CONSENT

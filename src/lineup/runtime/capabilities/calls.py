@@ -6,6 +6,7 @@
            |--expire--> expired    \\--interrupt--> failed(interrupted)
            \\--cancel--> cancelled
 
+A call still waiting or approved whose requesting app closed is ``cancelled``.
 A call the gateway refuses on arrival ends at once: ``unsupported`` (not declared by
 this host, or revoked), ``rejected`` (bad input, or an app asking for what its
 manifest does not list), ``expired`` (``expires_at`` already passed). ``approved``
@@ -57,6 +58,7 @@ TRANSITIONS: dict[tuple[State, Move], State] = {
     (_S.APPROVED, _M.FAIL): _S.FAILED,
     (_S.APPROVED, _M.INTERRUPT): _S.FAILED,
     (_S.APPROVED, _M.EXPIRE): _S.EXPIRED,
+    (_S.APPROVED, _M.CANCEL): _S.CANCELLED,
     (_S.EXECUTING, _M.COMPLETE): _S.COMPLETED,
     (_S.EXECUTING, _M.FAIL): _S.FAILED,
     (_S.EXECUTING, _M.INTERRUPT): _S.FAILED,

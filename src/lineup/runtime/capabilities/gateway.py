@@ -575,6 +575,18 @@ def cancel(conn: sqlite3.Connection, key: CallKey, now: str) -> Outcome:
     return _move(conn, call, Move.CANCEL, now, code="cancelled")
 
 
+def cancel_for_app(conn: sqlite3.Connection, instance_id: str, now: str) -> list[Outcome]:
+    """The app instance closed or failed: its calls not yet running end
+    ``cancelled(app_closed)`` (one already running finishes as it will)."""
+    return [
+        _move(conn, call, Move.CANCEL, now, code="app_closed")
+        for call in open_calls(conn)
+        if call.key.requester_kind == "app"
+        and call.requester_id == instance_id
+        and call.state in (State.AWAITING_CONSENT, State.APPROVED)
+    ]
+
+
 def due(conn: sqlite3.Connection, now: str) -> list[Outcome]:
     """Expire calls past ``expires_at`` that nobody ran; end claims past their lease."""
     when = datetime.fromisoformat(now)
@@ -752,6 +764,9 @@ class CapabilityGateway:
 
     async def cancel(self, key: CallKey) -> CapabilityCall:
         return self._after([await self._store.db.write(cancel, key, self._now())])[0]
+
+    async def cancel_for_app(self, instance_id: str) -> None:
+        self._after(await self._store.db.write(cancel_for_app, instance_id, self._now()))
 
     async def due(self) -> None:
         self._after(await self._store.db.write(due, self._now()))
