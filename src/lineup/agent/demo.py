@@ -9,7 +9,7 @@ from lineup.protocol.fields import MAX_TEXT_CHARS
 
 from .agent import Agent
 from .conversation import Conversation
-from .errors import CapabilityError, Dismissed, Expired, InteractionError
+from .errors import CapabilityError, Dismissed, Expired, InteractionError, ToolCallError
 
 HELP = """I am the LineUp demo agent. I understand:
 
@@ -23,6 +23,9 @@ HELP = """I am the LineUp demo agent. I understand:
 - `/save TEXT`: I ask to save a note as a file you can download
 - `/file`: I ask you to share a file with me
 - `/notify TEXT`: I show you a notification (no question asked)
+- `/dashboard`: I open the Task Dashboard and add a few tasks
+- `/whiteboard`: I open the Whiteboard and draw on it
+- `/game`: a round of Draw & Guess: I draw, you guess
 - anything else: I say it back to you
 
 Questions wait for you for 5 minutes; I read your other messages once you have
@@ -57,6 +60,8 @@ def build_demo_agent(agent: Agent) -> Agent:
             reply = f"That question could not be asked (`{exc.code}`)."
         except CapabilityError as exc:
             reply = f"That did not happen (`{exc.code}`)."
+        except ToolCallError as exc:
+            reply = f"The app could not do that (`{exc.code}`)."
         if reply is None:
             echoed = message.payload.text[: MAX_TEXT_CHARS - 16]
             reply = f"You said: {echoed}"
@@ -109,7 +114,9 @@ async def _command(conversation: Conversation, command: str, rest: str) -> str |
             expires_in=WAIT,
         )
         return f"Nice to meet you, {name.strip() or 'friend'}."
-    return await _capability(conversation, command, rest)
+    if (reply := await _capability(conversation, command, rest)) is not None:
+        return reply
+    return await _miniapp(conversation, command)
 
 
 async def _capability(conversation: Conversation, command: str, rest: str) -> str | None:
@@ -146,4 +153,79 @@ async def _capability(conversation: Conversation, command: str, rest: str) -> st
             "notification.show", {"title": rest or "Hello"}, reason="You asked.", expires_in=WAIT
         )
         return "I showed you a notification."
+    return None
+
+
+SUN = [
+    [
+        [150, 110],
+        [170, 90],
+        [195, 85],
+        [220, 95],
+        [235, 118],
+        [232, 145],
+        [215, 165],
+        [190, 172],
+        [165, 163],
+        [150, 140],
+        [150, 110],
+    ],
+    [[192, 60], [192, 30]],
+    [[192, 195], [192, 225]],
+    [[120, 128], [90, 128]],
+    [[262, 128], [292, 128]],
+]
+"""A sun, stroke by stroke: a circle and four rays."""
+
+
+async def _miniapp(conversation: Conversation, command: str) -> str | None:
+    """The reference MiniApps, driven through their tools."""
+    if command == "/dashboard":
+        opened = await conversation.call_tool("task-dashboard.open")
+        for title in ("Read the report", "Book the meeting room", "Reply to Sam"):
+            await conversation.call_tool("task-dashboard.add_task", {"title": title})
+        listed = await conversation.call_tool("task-dashboard.list_tasks")
+        return (
+            f"I opened the Task Dashboard ({opened['tasks']} tasks were there) and it now "
+            f"holds {len(listed['tasks'])}. Move them around: I can read the board."
+        )
+    if command == "/whiteboard":
+        await conversation.call_tool("whiteboard.open")
+        strokes = [
+            {"kind": "rect", "points": [[60, 60], [260, 180]], "color": "#3358d4", "width": 4},
+            {
+                "kind": "text",
+                "points": [[80, 130]],
+                "color": "#1d2330",
+                "width": 2,
+                "text": "Hello from the agent",
+            },
+        ]
+        added = await conversation.call_tool("whiteboard.draw", {"strokes": strokes})
+        return (
+            f"I drew {added['added']} shapes on the Whiteboard. Draw with me, then use "
+            "Export to save it as a file."
+        )
+    if command == "/game":
+        round_ = await conversation.call_tool(
+            "draw-guess.start_round_a", {"word_length": 3, "hint": "It is hot.", "seconds": 120}
+        )
+        round_id = round_["round_id"]
+        for points in SUN:
+            await conversation.call_tool(
+                "draw-guess.draw", {"round_id": round_id, "strokes": [{"points": points}]}
+            )
+        for _ in range(5):
+            guess = await conversation.call_tool("draw-guess.next_guess", {"round_id": round_id})
+            if guess.get("guess") is None:
+                break  # the round ended (time ran out)
+            correct = str(guess["guess"]).strip().lower() == "sun"
+            await conversation.call_tool(
+                "draw-guess.judge",
+                {"round_id": round_id, "correct": correct, "hint": "Look up at noon."},
+            )
+            if correct:
+                return "You got it: a sun!"
+        await conversation.call_tool("draw-guess.end_round", {"round_id": round_id, "word": "sun"})
+        return "It was a sun. Another round? Type `/game`."
     return None

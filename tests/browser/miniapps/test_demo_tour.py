@@ -1,0 +1,66 @@
+"""The demo agent with the reference MiniApps, in the real shell: the person types
+`/dashboard` and `/whiteboard` in the chat, the demo agent drives the apps through
+their tools, the apps answer from their frames, and the agent replies in the chat."""
+
+from __future__ import annotations
+
+import asyncio
+
+from playwright.async_api import Page, expect
+
+from lineup.agent import Agent, MemoryCursorStore
+from lineup.agent.demo import build_demo_agent
+from lineup.client import Backoff
+from lineup.miniapps import install_bundled
+from tests.browser.conftest import Screenshot
+from tests.support.browser import PageWatch
+from tests.support.browser_interactions import log_in
+from tests.support.webhost import Client
+
+
+async def test_the_demo_agent_opens_and_drives_the_reference_apps(
+    page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
+) -> None:
+    installed = await install_bundled(client.runtime)
+    assert installed == [
+        "dev.lineup.task-dashboard",
+        "dev.lineup.whiteboard",
+        "dev.lineup.draw-guess",
+    ]
+    assert await install_bundled(client.runtime) == installed  # the same bytes: a no-op
+    session = client.runtime.session
+    assert session is not None
+    agent = build_demo_agent(
+        Agent(
+            session.server_url,
+            client.pair.agent_key,
+            cursor_store=MemoryCursorStore(),
+            backoff=Backoff(base=0.05, cap=0.3),
+        )
+    )
+    task = asyncio.create_task(agent.run())
+    try:
+        await asyncio.wait_for(agent.ready.wait(), 15)
+        await log_in(page, client)
+        agent_rows = page.locator(".item.from-agent")
+
+        await page.fill("#input", "/dashboard")
+        await page.keyboard.press("Enter")
+        await expect(agent_rows.filter(has_text="Task Dashboard")).to_have_count(1, timeout=30_000)
+        await expect(agent_rows.filter(has_text="now holds 3")).to_have_count(1)
+        board = page.frame_locator("#app-area-frame iframe.app-frame:not([hidden])")
+        await expect(board.get_by_text("Book the meeting room")).to_be_visible()
+        await screenshot("demo-dashboard")
+
+        await page.fill("#input", "/whiteboard")
+        await page.keyboard.press("Enter")
+        await expect(agent_rows.filter(has_text="on the Whiteboard")).to_have_count(
+            1, timeout=30_000
+        )
+        await screenshot("demo-whiteboard")
+        names = await page.locator(".dock-item .dock-name").all_text_contents()
+        assert sorted(names) == ["task-dashboard", "whiteboard"]
+    finally:
+        await agent.stop()
+        await asyncio.wait_for(task, 15)
+    page_watch.assert_clean()
