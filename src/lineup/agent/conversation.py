@@ -194,6 +194,13 @@ class Conversation:
             raise ToolCallError(result)
         return dict(result.result or {})
 
+    def app_session_id(self, instance_id: str) -> str | None:
+        """The sub-session of an app instance the Runtime opened here (from
+        ``app_session.opened``, noted the moment it arrives: before the result of
+        the tool call that launched the app). Ask in it to show the question over
+        the app (``app_session_id=`` of ``ask_*``)."""
+        return self._inbox.app_sessions.get(instance_id)
+
     # --- surfaces (spec 000 §4) ----------------------------------------------------------
 
     async def open_surface(

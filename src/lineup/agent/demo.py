@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 from lineup.protocol import MessageEnvelope
@@ -25,7 +26,8 @@ HELP = """I am the LineUp demo agent. I understand:
 - `/notify TEXT`: I show you a notification (no question asked)
 - `/dashboard`: I open the Task Dashboard and add a few tasks
 - `/whiteboard`: I open the Whiteboard and draw on it
-- `/game`: a round of Draw & Guess: I draw, you guess
+- `/game`: a round of Draw & Guess: I draw, you guess (`/game b`: you draw, I guess)
+- `/tour`: a guided tour of all of it
 - anything else: I say it back to you
 
 Questions wait for you for 5 minutes; I read your other messages once you have
@@ -116,7 +118,7 @@ async def _command(conversation: Conversation, command: str, rest: str) -> str |
         return f"Nice to meet you, {name.strip() or 'friend'}."
     if (reply := await _capability(conversation, command, rest)) is not None:
         return reply
-    return await _miniapp(conversation, command)
+    return await _miniapp(conversation, command, rest)
 
 
 async def _capability(conversation: Conversation, command: str, rest: str) -> str | None:
@@ -178,8 +180,12 @@ SUN = [
 """A sun, stroke by stroke: a circle and four rays."""
 
 
-async def _miniapp(conversation: Conversation, command: str) -> str | None:
+async def _miniapp(conversation: Conversation, command: str, rest: str = "") -> str | None:
     """The reference MiniApps, driven through their tools."""
+    if command == "/tour":
+        return await _tour(conversation)
+    if command == "/game" and rest == "b":
+        return await _round_b(conversation)
     if command == "/dashboard":
         opened = await conversation.call_tool("task-dashboard.open")
         for title in ("Read the report", "Book the meeting room", "Reply to Sam"):
@@ -229,3 +235,60 @@ async def _miniapp(conversation: Conversation, command: str) -> str | None:
         await conversation.call_tool("draw-guess.end_round", {"round_id": round_id, "word": "sun"})
         return "It was a sun. Another round? Type `/game`."
     return None
+
+
+async def _round_b(conversation: Conversation) -> str:
+    """Round B: the person draws, the demo agent looks at the strokes now and then
+    and guesses with the small matcher (a real agent would use its own model)."""
+    from lineup.miniapps.draw_guess_matcher import guess_word
+
+    round_id = (
+        await conversation.call_tool("draw-guess.start_round_b", {"word": "sun", "seconds": 120})
+    )["round_id"]
+    tried: set[str] = set()
+    for _ in range(60):
+        await asyncio.sleep(2)
+        pulled = await conversation.call_tool("draw-guess.strokes", {"round_id": round_id})
+        if pulled.get("ended"):
+            break
+        word = guess_word(pulled["strokes"])
+        if word is None or word in tried:
+            continue
+        tried.add(word)
+        verdict = await conversation.call_tool(
+            "draw-guess.guess", {"round_id": round_id, "guess": word}
+        )
+        if verdict["correct"]:
+            return f"I guessed it: **{word}**!"
+    return "I could not guess that one. Another round? Type `/game b`."
+
+
+async def _tour(conversation: Conversation) -> str:
+    """Everything once: the dashboard through its tools, a question over it, the
+    whiteboard and its export (the consent dialog), and a round of the game."""
+    await conversation.send_markdown("Welcome to the tour! First, your **Task Dashboard**.")
+    opened = await conversation.call_tool("task-dashboard.open")
+    for title in ("Try the whiteboard", "Play a round of Draw & Guess"):
+        await conversation.call_tool("task-dashboard.add_task", {"title": title})
+    session = conversation.app_session_id(opened["instance_id"])
+    keep = await conversation.ask_confirm(
+        "This question shows over the app in front. Keep these tasks?",
+        confirm_label="Keep them",
+        cancel_label="Clear them",
+        app_session_id=session,
+        expires_in=WAIT,
+    )
+    if not keep:
+        listed = await conversation.call_tool("task-dashboard.list_tasks")
+        for task in listed["tasks"]:
+            await conversation.call_tool("task-dashboard.complete_task", {"id": task["id"]})
+    await conversation.send_markdown("Next, the **Whiteboard**: I draw, you may save it.")
+    await _miniapp(conversation, "/whiteboard")
+    try:
+        saved = await conversation.call_tool("whiteboard.export", {"format": "svg"})
+        await conversation.send_markdown(f"Saved **{saved['name']}** ({saved['size']} bytes).")
+    except ToolCallError as exc:
+        await conversation.send_markdown(f"No file this time (`{exc.code}`).")
+    await conversation.send_markdown("Last, **Draw & Guess**: guess what I draw.")
+    game = await _miniapp(conversation, "/game")
+    return f"{game} That was the tour. `/help` lists everything."

@@ -15,6 +15,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from lineup.protocol import (
     AppResultEnvelope,
+    AppSessionOpenedEnvelope,
     ClientInventoryEnvelope,
     Envelope,
     ErrorEnvelope,
@@ -114,6 +115,8 @@ class Inbox:
         self.tool_results: CallResults[ToolResult] = CallResults()
         self.app_results: CallResults[AppResult] = CallResults()
         self._refusals: dict[str, asyncio.Future[payloads.Error]] = {}
+        self.app_sessions: dict[str, str] = {}
+        """App instance id -> its sub-session id, from ``app_session.opened``."""
         self._closed = False
 
     # --- what callers read and wait for -----------------------------------------------------
@@ -181,6 +184,10 @@ class Inbox:
                 future = self._inventory_future
                 if future is not None and not future.done():
                     future.set_result(envelope.payload)
+        elif isinstance(envelope, AppSessionOpenedEnvelope):
+            self.app_sessions[envelope.payload.instance_id] = envelope.payload.app_session_id
+            while len(self.app_sessions) > RESULTS_KEPT:
+                self.app_sessions.pop(next(iter(self.app_sessions)))
         elif isinstance(envelope, ErrorEnvelope) and envelope.payload.ref_id is not None:
             refused = self._refusals.get(envelope.payload.ref_id)
             if refused is not None and not refused.done():

@@ -64,3 +64,56 @@ async def test_the_demo_agent_opens_and_drives_the_reference_apps(
         await agent.stop()
         await asyncio.wait_for(task, 15)
     page_watch.assert_clean()
+
+
+async def test_the_guided_tour(
+    page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
+) -> None:
+    await install_bundled(client.runtime)
+    session = client.runtime.session
+    assert session is not None
+    agent = build_demo_agent(
+        Agent(
+            session.server_url,
+            client.pair.agent_key,
+            cursor_store=MemoryCursorStore(),
+            backoff=Backoff(base=0.05, cap=0.3),
+        )
+    )
+    task = asyncio.create_task(agent.run())
+    try:
+        await asyncio.wait_for(agent.ready.wait(), 15)
+        await log_in(page, client)
+        await page.fill("#input", "/tour")
+        await page.keyboard.press("Enter")
+
+        # A question over the dashboard, answered in the overlay.
+        overlay = page.locator("#app-overlay")
+        await expect(overlay.locator(".card-prompt")).to_contain_text(
+            "Keep these tasks?", timeout=30_000
+        )
+        await screenshot("tour-question-over-the-dashboard")
+        await overlay.get_by_role("button", name="Keep them").click()
+
+        # The whiteboard's export asks the person first.
+        dialog = page.locator("dialog#consent")
+        await expect(dialog).to_be_visible(timeout=30_000)
+        await dialog.get_by_role("button", name="Allow").click()
+        agent_rows = page.locator(".item.from-agent")
+        await expect(agent_rows.filter(has_text="Saved")).to_have_count(1, timeout=30_000)
+
+        # One round of the game: the agent draws a sun, the person guesses.
+        frame = page.frame_locator("#app-area-frame iframe.app-frame:not([hidden])")
+        guess = frame.get_by_role("textbox", name="Your guess")
+        await expect(guess).to_be_visible(timeout=30_000)
+        await guess.fill("sun")
+        await guess.press("Enter")
+        await expect(agent_rows.filter(has_text="That was the tour")).to_have_count(
+            1, timeout=30_000
+        )
+        await expect(agent_rows.filter(has_text="You got it")).to_have_count(1)
+        await screenshot("tour-done")
+    finally:
+        await agent.stop()
+        await asyncio.wait_for(task, 15)
+    page_watch.assert_clean()
