@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,9 +26,11 @@ from lineup.miniapps.draw_guess_matcher import guess_word
 from lineup.protocol import Envelope, UiEventEnvelope
 from lineup.runtime.apps.bundle import load_bundle_dir
 from tests.browser.conftest import Screenshot
+from tests.conftest import Pair
+from tests.support.appserver import AppServerProcess
 from tests.support.browser import PageWatch
 from tests.support.browser_interactions import log_in
-from tests.support.webhost import Client
+from tests.support.webhost import Client, serving
 
 BUNDLE = bundle_dir("draw_guess")
 MAX_SURFACE_BYTES = 160 * 1024
@@ -433,3 +437,40 @@ async def test_closing_the_app_while_the_agent_waits_for_a_guess_cancels_the_cal
             await conversation.call_tool("draw-guess.next_guess", {"round_id": round_id})
         assert gone.value.code == "app_instance_not_found"
     page_watch.assert_clean()
+
+
+async def test_the_game_survives_a_runtime_restart(
+    page: Page, appserver: AppServerProcess, pair: Pair, tmp_path: Path
+) -> None:
+    data_dir = tmp_path / "runtime"
+    async with serving(appserver, pair, data_dir) as client:
+        await open_game(page, client)
+        async with agent_playing(client) as (conversation, _):
+            round_id = (
+                await conversation.call_tool(
+                    "draw-guess.start_round_a", {"word_length": 3, "hint": "Hot", "seconds": 300}
+                )
+            )["round_id"]
+            frame = await started(page)
+            await conversation.call_tool(
+                "draw-guess.draw",
+                {"round_id": round_id, "strokes": [{"points": circle(200, 150, 40)}]},
+            )
+            await frame.get_by_role("textbox", name="Your guess").fill("moon")
+            await frame.get_by_role("button", name="Guess").click()
+            await expect(frame.locator("#guesses li")).to_have_text(["moon"])
+            await expect(frame.locator("#ink path")).to_have_count(1)
+
+    async with serving(appserver, pair, data_dir) as restarted:
+        await page.goto(restarted.url + "/")
+        await expect(page.locator("#connection")).to_have_attribute("data-state", "connected")
+        await page.get_by_role("button", name=re.compile("Bring to front: draw-guess")).click()
+        frame = await started(page)
+        await expect(frame.locator("#ink path")).to_have_count(1)
+        await expect(frame.locator("#guesses li")).to_have_text(["moon"])
+        await expect(frame.locator("#hint")).to_have_text("Hint: Hot")
+        async with agent_playing(restarted) as (conversation, _):
+            # The round goes on where it was: the waiting guess is still there.
+            assert await conversation.call_tool(
+                "draw-guess.next_guess", {"round_id": round_id}
+            ) == {"guess": "moon"}
