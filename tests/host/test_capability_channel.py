@@ -8,14 +8,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import ClientConnection
 
 from lineup.logs import quiet_libraries
 from lineup.protocol.payloads import CapabilityDescriptor
@@ -23,39 +21,10 @@ from lineup.runtime.apps.schemas import CompiledSchemas
 from lineup.runtime.capabilities import catalog
 from lineup.runtime.capabilities.catalog import MAX_ARTIFACT_BYTES, Capability
 from tests.support.capability_calls import app_call, app_result, app_results, chat_id
+from tests.support.host_channel import hello, next_frame, tab
 from tests.support.webhost import Client
 
 CANARY = "CANARY-7f3a91"
-
-
-@asynccontextmanager
-async def tab(client: Client, cookie: str | None = None) -> AsyncIterator[ClientConnection]:
-    cookie = cookie or await client.session_cookie()
-    url = client.url.replace("http://", "ws://") + "/host"
-    headers = {"Origin": client.url, "Cookie": f"lineup_session={cookie}"}
-    async with connect(url, additional_headers=headers) as ws:
-        try:
-            yield ws
-        finally:
-            _backlog.pop(id(ws), None)
-
-
-_backlog: dict[int, list[dict[str, Any]]] = {}
-
-
-async def next_frame(ws: ClientConnection, op: str, **match: Any) -> dict[str, Any]:
-    """The next frame with this ``op`` (and these fields); others are kept for later."""
-    kept = _backlog.setdefault(id(ws), [])
-    for i, frame in enumerate(kept):
-        if frame["op"] == op and all(frame.get(k) == v for k, v in match.items()):
-            return kept.pop(i)
-    async with asyncio.timeout(15):
-        while True:
-            frame = json.loads(await ws.recv())
-            if frame["op"] == op and all(frame.get(k) == v for k, v in match.items()):
-                return frame
-            if frame["op"] not in ("connection", "item"):
-                kept.append(frame)
 
 
 async def call_state(ws: ClientConnection, call_id: str, state: str) -> dict[str, Any]:
@@ -66,11 +35,6 @@ async def call_state(ws: ClientConnection, call_id: str, state: str) -> dict[str
             for view in frame["calls"]:
                 if view["call_id"] == call_id and view["state"] == state:
                     return dict(view)
-
-
-async def hello(ws: ClientConnection) -> dict[str, Any]:
-    await ws.send(json.dumps({"op": "hello"}))
-    return await next_frame(ws, "snapshot")
 
 
 def key(conversation_id: str, call_id: str) -> dict[str, str]:

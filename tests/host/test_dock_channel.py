@@ -4,53 +4,15 @@ shell's ``app`` requests are validated and decided by the Runtime's kernel."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import ClientConnection
 
+from tests.support.host_channel import hello, next_frame, tab
 from tests.support.webhost import Client
 
 APP = "testapp"
-
-
-@asynccontextmanager
-async def tab(client: Client) -> AsyncIterator[ClientConnection]:
-    cookie = await client.session_cookie()
-    url = client.url.replace("http://", "ws://") + "/host"
-    headers = {"Origin": client.url, "Cookie": f"lineup_session={cookie}"}
-    async with connect(url, additional_headers=headers) as ws:
-        try:
-            yield ws
-        finally:
-            _backlog.pop(id(ws), None)
-
-
-_backlog: dict[int, list[dict[str, Any]]] = {}
-
-
-async def next_frame(ws: ClientConnection, op: str) -> dict[str, Any]:
-    """The next frame with this ``op``. Frames of other ops read on the way are kept,
-    in order, for later calls (connection and item frames are skipped)."""
-    kept = _backlog.setdefault(id(ws), [])
-    for i, frame in enumerate(kept):
-        if frame["op"] == op:
-            return kept.pop(i)
-    async with asyncio.timeout(15):
-        while True:
-            frame = json.loads(await ws.recv())
-            if frame["op"] == op:
-                return frame
-            if frame["op"] not in ("connection", "item"):
-                kept.append(frame)
-
-
-async def hello(ws: ClientConnection) -> dict[str, Any]:
-    await ws.send(json.dumps({"op": "hello"}))
-    return await next_frame(ws, "snapshot")
 
 
 async def open_two(client: Client) -> tuple[str, str]:

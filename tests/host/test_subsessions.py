@@ -12,8 +12,8 @@ from typing import Any
 
 from websockets.asyncio.client import ClientConnection
 
-from tests.host.test_dock_channel import hello, tab
 from tests.support.browser_interactions import chat_id, tool_call, tool_result
+from tests.support.host_channel import hello, tab
 from tests.support.webhost import Client
 
 APP = "testapp"

@@ -82,19 +82,23 @@ async def dismiss(client: Client, call_id: str, control_id: str) -> None:
     assert response.status_code == 201, response.text
 
 
-async def tool_results(client: Client, call_id: str) -> list[dict[str, Any]]:
-    agent = client.pair.agent
-    stored = await agent.read_all(await chat_id(client))
+async def results_of(
+    client: Client, call_id: str, kind: str = "tool.result"
+) -> list[dict[str, Any]]:
+    """Every ``lineup.v1.<kind>`` payload for ``call_id`` the agent can read."""
+    stored = await client.pair.agent.read_all(await chat_id(client))
     return [
         s["envelope"]["payload"]
         for s in stored
-        if s["envelope"]["type"] == "lineup.v1.tool.result"
+        if s["envelope"]["type"] == f"lineup.v1.{kind}"
         and s["envelope"]["payload"]["call_id"] == call_id
     ]
 
 
-async def tool_result(client: Client, call_id: str, within: float = 20) -> dict[str, Any]:
-    """The one ``tool.result`` the agent gets for ``call_id``: waits for it on the
+async def result_of(
+    client: Client, call_id: str, kind: str = "tool.result", within: float = 20
+) -> dict[str, Any]:
+    """The one ``lineup.v1.<kind>`` the agent gets for ``call_id``: waits for it on the
     AppServer's long-poll, then checks there is exactly one."""
     agent = client.pair.agent
     conversation = await chat_id(client)
@@ -103,16 +107,24 @@ async def tool_result(client: Client, call_id: str, within: float = 20) -> dict[
         while True:
             page = await agent.read(conversation, since, wait=5, limit=500)
             if any(
-                s["envelope"]["type"] == "lineup.v1.tool.result"
+                s["envelope"]["type"] == f"lineup.v1.{kind}"
                 and s["envelope"]["payload"]["call_id"] == call_id
                 for s in page
             ):
                 break
             if page:
                 since = page[-1]["seq"]
-    results = await tool_results(client, call_id)
+    results = await results_of(client, call_id, kind)
     assert len(results) == 1, results
     return results[0]
+
+
+async def tool_results(client: Client, call_id: str) -> list[dict[str, Any]]:
+    return await results_of(client, call_id, "tool.result")
+
+
+async def tool_result(client: Client, call_id: str, within: float = 20) -> dict[str, Any]:
+    return await result_of(client, call_id, "tool.result", within)
 
 
 class DraftWatch:

@@ -5,16 +5,13 @@ The agent posts a raw ``lineup.v1.app.call`` through the real AppServer and read
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, timedelta
 from typing import Any
 
+from tests.support.browser_interactions import chat_id, result_of, results_of
 from tests.support.webhost import Client
 
-
-async def chat_id(client: Client) -> str:
-    """The conversation the shell shows (the first one the Runtime knows)."""
-    return (await client.runtime.store.conversations())[0].id
+__all__ = ["app_call", "app_result", "app_results", "chat_id"]
 
 
 async def app_call(
@@ -45,32 +42,8 @@ async def app_call(
 
 
 async def app_results(client: Client, call_id: str) -> list[dict[str, Any]]:
-    stored = await client.pair.agent.read_all(await chat_id(client))
-    return [
-        s["envelope"]["payload"]
-        for s in stored
-        if s["envelope"]["type"] == "lineup.v1.app.result"
-        and s["envelope"]["payload"]["call_id"] == call_id
-    ]
+    return await results_of(client, call_id, "app.result")
 
 
 async def app_result(client: Client, call_id: str, within: float = 20) -> dict[str, Any]:
-    """The one ``app.result`` the agent gets for ``call_id``: waits for it on the
-    AppServer's long-poll, then checks there is exactly one."""
-    agent = client.pair.agent
-    conversation = await chat_id(client)
-    since = 0
-    async with asyncio.timeout(within):
-        while True:
-            page = await agent.read(conversation, since, wait=5, limit=500)
-            if any(
-                s["envelope"]["type"] == "lineup.v1.app.result"
-                and s["envelope"]["payload"]["call_id"] == call_id
-                for s in page
-            ):
-                break
-            if page:
-                since = page[-1]["seq"]
-    results = await app_results(client, call_id)
-    assert len(results) == 1, results
-    return results[0]
+    return await result_of(client, call_id, "app.result", within)

@@ -42,7 +42,7 @@ from .arguments import (
 )
 from .asking import Asking, accepted, answer_of, chosen
 from .capabilities import Capabilities
-from .errors import SendRejected, ToolCallError, capability_error
+from .errors import SendRejected, capability_error, tool_call_error
 from .ids import new_envelope_id
 from .inbox import History, Inbox
 
@@ -191,7 +191,7 @@ class Conversation:
             raise TypeError("arguments must be a dict")
         result = await self._asking.call(tool, dict(arguments or {}), call_id, app_session_id)
         if result.status != "completed":
-            raise ToolCallError(result)
+            raise tool_call_error(result)
         return dict(result.result or {})
 
     def app_session_id(self, instance_id: str) -> str | None:

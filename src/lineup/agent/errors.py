@@ -4,15 +4,20 @@ calls (``call_capability``)."""
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from lineup.client.errors import AuthenticationFailed, SendRejected
 from lineup.client.errors import ClientClosed as AgentClosed
 from lineup.client.errors import ClientError as AgentError
 from lineup.protocol.payloads import AppResult, ToolResult
 
+E = TypeVar("E", bound="CallError")
+
 __all__ = [
     "AgentClosed",
     "AgentError",
     "AuthenticationFailed",
+    "CallError",
     "CapabilityCancelled",
     "CapabilityError",
     "CapabilityExpired",
@@ -27,17 +32,14 @@ __all__ = [
     "SendRejected",
     "capability_error",
     "interaction_error",
+    "tool_call_error",
 ]
 
 
-class InteractionError(AgentError):
-    """An interaction ended without an answer the agent can use.
-
-    ``call_id`` names the call, ``code`` is the stable error code the Runtime gave
-    (``interaction_expired``, ``tool_input_invalid``, ...), ``status`` the
-    ``tool.result`` status, and ``result`` the ``tool.result`` payload itself when
-    there is one.
-    """
+class CallError(AgentError):
+    """A call (an interaction, an app's tool, a capability) ended without a result the
+    agent can use: ``call_id`` names it, ``code`` is the stable error code, ``status``
+    the result's status, and ``result`` the result payload itself when there is one."""
 
     def __init__(
         self,
@@ -46,7 +48,7 @@ class InteractionError(AgentError):
         message: str = "",
         *,
         status: str | None = None,
-        result: ToolResult | None = None,
+        result: ToolResult | AppResult | None = None,
     ) -> None:
         super().__init__(f"{code}: {message}" if message else code)
         self.call_id = call_id
@@ -54,6 +56,20 @@ class InteractionError(AgentError):
         self.message = message
         self.status = status
         self.result = result
+
+
+def _error_of(kind: type[E], result: ToolResult | AppResult) -> E:
+    """``kind`` for a terminal result that is not a success (a result without an
+    ``error`` gets its status as its code)."""
+    code = result.error.code if result.error is not None else result.status
+    message = result.error.message if result.error is not None else ""
+    return kind(result.call_id, code, message, status=result.status, result=result)
+
+
+class InteractionError(CallError):
+    """An interaction ended without an answer the agent can use (``code``:
+    ``interaction_expired``, ``tool_input_invalid``, ...; ``result``: the
+    ``tool.result``)."""
 
 
 class Expired(InteractionError):
@@ -84,54 +100,25 @@ _BY_STATUS: dict[str, type[InteractionError]] = {
 
 def interaction_error(result: ToolResult) -> InteractionError:
     """The typed error for a terminal result that is not an answer."""
-    kind = _BY_STATUS.get(result.status, InteractionError)
-    code = result.error.code if result.error is not None else result.status
-    message = result.error.message if result.error is not None else ""
-    return kind(result.call_id, code, message, status=result.status, result=result)
+    return _error_of(_BY_STATUS.get(result.status, InteractionError), result)
 
 
-class ToolCallError(AgentError):
+class ToolCallError(CallError):
     """An app's tool call ended without a result (``call_tool``): ``status`` is the
     ``tool.result`` status (``rejected``, ``failed``, ``cancelled``), ``code`` the
     stable code (``tool_not_advertised``, ``app_closed``, ``tool_timeout``, or the
     app's own), ``result`` the ``tool.result`` payload."""
 
-    def __init__(self, result: ToolResult) -> None:
-        code = result.error.code if result.error is not None else result.status
-        message = result.error.message if result.error is not None else ""
-        super().__init__(f"{result.call_id}: {result.status} ({code})")
-        self.call_id = result.call_id
-        self.status = result.status
-        self.code = code
-        self.message = message
-        self.result = result
+
+def tool_call_error(result: ToolResult) -> ToolCallError:
+    return _error_of(ToolCallError, result)
 
 
-class CapabilityError(AgentError):
-    """A capability call ended without a result the agent can use.
-
-    ``call_id`` names the call, ``code`` is the stable error code the Runtime gave
-    (``capability_denied``, ``capability_not_declared``, ...), ``status`` the
-    ``app.result`` status (``None`` when the Runtime refused the ``app.call`` envelope
-    itself with a ``lineup.v1.error``), and ``result`` the ``app.result`` payload
-    itself when there is one.
-    """
-
-    def __init__(
-        self,
-        call_id: str,
-        code: str,
-        message: str = "",
-        *,
-        status: str | None = None,
-        result: AppResult | None = None,
-    ) -> None:
-        super().__init__(f"{code}: {message}" if message else code)
-        self.call_id = call_id
-        self.code = code
-        self.message = message
-        self.status = status
-        self.result = result
+class CapabilityError(CallError):
+    """A capability call ended without a result the agent can use (``code``:
+    ``capability_denied``, ``capability_not_declared``, ...). ``status`` is the
+    ``app.result`` status, ``None`` when the Runtime refused the ``app.call`` envelope
+    itself with a ``lineup.v1.error``; ``result`` the ``app.result``."""
 
 
 class CapabilityRejected(CapabilityError):
@@ -169,7 +156,4 @@ _CAPABILITY_BY_STATUS: dict[str, type[CapabilityError]] = {
 def capability_error(result: AppResult) -> CapabilityError:
     """The typed error for an ``app.result`` that is not ``completed`` (a result
     without an ``error`` gets its status as its code)."""
-    kind = _CAPABILITY_BY_STATUS.get(result.status, CapabilityError)
-    code = result.error.code if result.error is not None else result.status
-    message = result.error.message if result.error is not None else ""
-    return kind(result.call_id, code, message, status=result.status, result=result)
+    return _error_of(_CAPABILITY_BY_STATUS.get(result.status, CapabilityError), result)

@@ -41,6 +41,7 @@ from lineup.runtime.capabilities.gateway import (
     CapabilitiesChanged,
     CapabilityCall,
     CapabilityRefused,
+    busy_or_final,
     declared,
     result_envelope_id,
 )
@@ -185,7 +186,7 @@ class HostCapabilities:
             call = await self.runtime.capabilities.get(key)
             if call is None:
                 return _error(404, "capability_call_not_found")
-            return _error(409, _busy_or_final(call))
+            return _error(409, busy_or_final(call))
         token = request.headers.get("x-upload-token", "")
         if not hmac.compare_digest(token.encode(), expected.encode()):
             return _error(403, "forbidden")
@@ -306,7 +307,7 @@ class CapabilityTab:
             call = await self.gateway.get(key)
             if call is None:
                 return _receipt(key, "done", "capability_call_not_found")
-            return _receipt(key, "done", _busy_or_final(call))
+            return _receipt(key, "done", busy_or_final(call))
         try:
             if frame.ok and frame.result is not None:
                 call = await self.gateway.finish(key, result=frame.result)
@@ -320,10 +321,6 @@ class CapabilityTab:
             extra={"call_id": key.call_id, "capability": call.capability, "code": call.code},
         )
         return _receipt(key, "done", "accepted")
-
-
-def _busy_or_final(call: CapabilityCall) -> str:
-    return "capability_call_busy" if call.state in OPEN else "call_already_final"
 
 
 def _runs_in_shell(call: CapabilityCall) -> bool:

@@ -237,6 +237,27 @@ class UiEventRefused(Exception):
         self.code = code
 
 
+def _queue_event(
+    conn: sqlite3.Connection,
+    conversation_id: str,
+    instance_id: str,
+    name: str,
+    data: dict[str, object],
+    now: str,
+) -> OutboxItem:
+    """Queue one ``lineup.v1.ui.event`` to the agent (data the protocol refuses:
+    ``UiEventRefused(malformed_envelope)``) and audit it, without its data."""
+    try:
+        payload = payloads.UiEvent(instance_id=instance_id, event=name, data=data)
+        item = queue_from_runtime(
+            conn, UiEventEnvelope, f"uie_{uuid.uuid4().hex}", conversation_id, payload, now
+        )
+    except (ValueError, msgspec.ValidationError) as exc:
+        raise UiEventRefused(ErrorCode.MALFORMED_ENVELOPE.value) from exc
+    audit(conn, now, "user", "ui.event", f"{conversation_id}/{instance_id}", "sent")
+    return item
+
+
 def app_event(
     conn: sqlite3.Connection,
     conversation_id: str,
@@ -255,14 +276,7 @@ def app_event(
     surfaces = [] if manifest is None else manifest.surfaces
     if not surfaces or name not in surfaces[0].events:
         raise UiEventRefused("event_not_declared")
-    try:
-        payload = payloads.UiEvent(instance_id=instance_id, event=name, data=data)
-        item = queue_from_runtime(
-            conn, UiEventEnvelope, f"uie_{uuid.uuid4().hex}", conversation_id, payload, now
-        )
-    except (ValueError, msgspec.ValidationError) as exc:
-        raise UiEventRefused(ErrorCode.MALFORMED_ENVELOPE.value) from exc
-    audit(conn, now, "user", "ui.event", f"{conversation_id}/{instance_id}", "sent")
+    item = _queue_event(conn, conversation_id, instance_id, name, data, now)
     return UiOutcome((), (item,))
 
 
@@ -287,16 +301,9 @@ def event(
         declared = next((s.events for s in surfaces if s.id == record.surface_id), [])
         if name not in declared:
             raise UiEventRefused("event_not_declared")
-    try:
-        payload = payloads.UiEvent(instance_id=instance_id, event=name, data=data)
-        item = queue_from_runtime(
-            conn, UiEventEnvelope, f"uie_{uuid.uuid4().hex}", conversation_id, payload, now
-        )
-    except (ValueError, msgspec.ValidationError) as exc:
-        raise UiEventRefused(ErrorCode.MALFORMED_ENVELOPE.value) from exc
+    item = _queue_event(conn, conversation_id, instance_id, name, data, now)
     changed: tuple[str, ...] = ()
     if name == "close":
         _end(conn, record, "user", now)
         changed = (record.open_envelope_id,)
-    audit(conn, now, "user", "ui.event", f"{conversation_id}/{instance_id}", "sent")
     return UiOutcome(changed, (item,))

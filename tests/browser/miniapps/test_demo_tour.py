@@ -4,17 +4,14 @@ their tools, the apps answer from their frames, and the agent replies in the cha
 
 from __future__ import annotations
 
-import asyncio
-
 from playwright.async_api import Page, expect
 
-from lineup.agent import Agent, MemoryCursorStore
 from lineup.agent.demo import build_demo_agent
-from lineup.client import Backoff
 from lineup.miniapps import install_bundled
 from tests.browser.conftest import Screenshot
 from tests.support.browser import PageWatch
 from tests.support.browser_interactions import log_in
+from tests.support.sdk_agent import running_agent
 from tests.support.webhost import Client
 
 
@@ -28,19 +25,7 @@ async def test_the_demo_agent_opens_and_drives_the_reference_apps(
         "dev.lineup.draw-guess",
     ]
     assert await install_bundled(client.runtime) == installed  # the same bytes: a no-op
-    session = client.runtime.session
-    assert session is not None
-    agent = build_demo_agent(
-        Agent(
-            session.server_url,
-            client.pair.agent_key,
-            cursor_store=MemoryCursorStore(),
-            backoff=Backoff(base=0.05, cap=0.3),
-        )
-    )
-    task = asyncio.create_task(agent.run())
-    try:
-        await asyncio.wait_for(agent.ready.wait(), 15)
+    async with running_agent(client, build_demo_agent):
         await log_in(page, client)
         agent_rows = page.locator(".item.from-agent")
 
@@ -60,9 +45,6 @@ async def test_the_demo_agent_opens_and_drives_the_reference_apps(
         await screenshot("demo-whiteboard")
         names = await page.locator(".dock-item .dock-name").all_text_contents()
         assert sorted(names) == ["task-dashboard", "whiteboard"]
-    finally:
-        await agent.stop()
-        await asyncio.wait_for(task, 15)
     page_watch.assert_clean()
 
 
@@ -70,19 +52,7 @@ async def test_the_guided_tour(
     page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
 ) -> None:
     await install_bundled(client.runtime)
-    session = client.runtime.session
-    assert session is not None
-    agent = build_demo_agent(
-        Agent(
-            session.server_url,
-            client.pair.agent_key,
-            cursor_store=MemoryCursorStore(),
-            backoff=Backoff(base=0.05, cap=0.3),
-        )
-    )
-    task = asyncio.create_task(agent.run())
-    try:
-        await asyncio.wait_for(agent.ready.wait(), 15)
+    async with running_agent(client, build_demo_agent):
         await log_in(page, client)
         await page.fill("#input", "/tour")
         await page.keyboard.press("Enter")
@@ -113,7 +83,4 @@ async def test_the_guided_tour(
         )
         await expect(agent_rows.filter(has_text="You got it")).to_have_count(1)
         await screenshot("tour-done")
-    finally:
-        await agent.stop()
-        await asyncio.wait_for(task, 15)
     page_watch.assert_clean()

@@ -19,8 +19,7 @@ from typing import Any
 import pytest
 from playwright.async_api import FrameLocator, Page, expect
 
-from lineup.agent import Agent, Conversation, MemoryCursorStore, ToolCallError
-from lineup.client import Backoff
+from lineup.agent import Agent, Conversation, ToolCallError
 from lineup.miniapps import bundle_dir
 from lineup.miniapps.draw_guess_matcher import guess_word
 from lineup.protocol import Envelope, UiEventEnvelope
@@ -30,6 +29,7 @@ from tests.conftest import Pair
 from tests.support.appserver import AppServerProcess
 from tests.support.browser import PageWatch
 from tests.support.browser_interactions import log_in
+from tests.support.sdk_agent import running_agent
 from tests.support.webhost import Client, serving
 
 BUNDLE = bundle_dir("draw_guess")
@@ -58,27 +58,20 @@ class Events:
 @asynccontextmanager
 async def agent_playing(client: Client) -> AsyncIterator[tuple[Conversation, Events]]:
     """The agent SDK's conversation with the person, and the app's events it gets."""
-    agent = Agent(
-        client.runtime.session.server_url if client.runtime.session else "",
-        client.pair.agent_key,
-        cursor_store=MemoryCursorStore(),
-        backoff=Backoff(base=0.05, cap=0.3),
-    )
     events = Events()
 
-    @agent.on_event("lineup.v1.ui.event")
-    async def on_ui_event(conversation: Conversation, envelope: Envelope) -> None:
-        assert isinstance(envelope, UiEventEnvelope)
-        events.seen.append({"event": envelope.payload.event, "data": dict(envelope.payload.data)})
-        events.changed.set()
+    def listening(agent: Agent) -> Agent:
+        @agent.on_event("lineup.v1.ui.event")
+        async def on_ui_event(conversation: Conversation, envelope: Envelope) -> None:
+            assert isinstance(envelope, UiEventEnvelope)
+            data = dict(envelope.payload.data)
+            events.seen.append({"event": envelope.payload.event, "data": data})
+            events.changed.set()
 
-    task = asyncio.create_task(agent.run())
-    try:
-        await asyncio.wait_for(agent.ready.wait(), 15)
+        return agent
+
+    async with running_agent(client, listening) as agent:
         yield agent.conversations[client.pair.conversation_id], events
-    finally:
-        await agent.stop()
-        await asyncio.wait_for(task, 15)
 
 
 async def results_of(client: Client, call_id: str) -> list[dict[str, Any]]:

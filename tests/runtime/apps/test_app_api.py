@@ -4,6 +4,7 @@ calls, state and inbox."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -191,3 +192,13 @@ async def test_an_envelope_for_the_app_s_scope_is_listed_until_acknowledged(
         "acknowledged": True
     }
     assert await api.call(instance_id, "inbox.list", {}) == []
+
+
+def test_the_shell_relays_exactly_the_runtime_s_methods() -> None:
+    # The shell checks the method before a request leaves the frame's mount; the two
+    # lists are written in two languages and must not drift apart.
+    source = (
+        Path(__file__).parents[3] / "src" / "lineup" / "host" / "static" / "surface_host.js"
+    ).read_text()
+    block = source.split("export const APP_METHODS = new Set([", 1)[1].split("]);", 1)[0]
+    assert set(re.findall(r'"([a-zA-Z.]+)"', block)) == METHODS

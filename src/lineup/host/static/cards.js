@@ -4,7 +4,7 @@
 // about items, snapshots and receipts through the exported functions below. This module
 // never imports app.js: what it needs from the timeline comes through initCards.
 
-import { $, announce, avatarFor, el, time } from "./dom.js";
+import { announce, avatarFor, el, showToast, time } from "./dom.js";
 
 // What the timeline lends the cards, set once by initCards:
 //   send(frame) -> bool      sends a frame on the host channel (false when offline)
@@ -34,7 +34,6 @@ const ia = {
 };
 const DRAFT_DELAY_MS = 300;
 const MAX_DRAFT_CHARS = 16384;
-const TOAST_MS = 6000;
 const SOON_MS = 5 * 60 * 1000; // the countdown turns amber
 
 const serverNow = () => Date.now() + ia.clockOffset;
@@ -486,16 +485,14 @@ const STATE_ANNOUNCEMENT = {
   failed: "A question could not be completed.",
 };
 
-function showToast(item) {
+function toastFor(item) {
   const args = argumentsOf(item);
   const level = LEVEL_TEXT[args.level] ? args.level : "info";
-  const toasts = $("toasts");
-  const toast = el("div", `toast level-${level}`);
-  toast.setAttribute("role", "status");
   const body = el("button", "toast-body");
   body.type = "button";
   if (args.title) body.append(el("strong", "toast-title", args.title));
   body.append(el("span", "toast-text", args.text || ""));
+  const hide = showToast(level, body);
   body.addEventListener("click", () => {
     hide();
     const li = context.rowOf(item.key);
@@ -505,28 +502,6 @@ function showToast(item) {
       card.focus({ preventScroll: true });
     }
   });
-  const close = el("button", "toast-close", "×");
-  close.type = "button";
-  close.setAttribute("aria-label", "Dismiss notification");
-  close.addEventListener("click", () => hide());
-  toast.append(body, close);
-  let timer = null;
-  const hide = () => {
-    clearTimeout(timer);
-    toast.remove();
-  };
-  const arm = () => {
-    clearTimeout(timer);
-    timer = setTimeout(hide, TOAST_MS);
-  };
-  // Hovering or focusing a toast keeps it: it goes away when the person is done.
-  toast.addEventListener("mouseenter", () => clearTimeout(timer));
-  toast.addEventListener("mouseleave", arm);
-  toast.addEventListener("focusin", () => clearTimeout(timer));
-  toast.addEventListener("focusout", arm);
-  toasts.append(toast);
-  while (toasts.children.length > 3) toasts.firstElementChild.remove();
-  arm();
 }
 
 // --- what the timeline calls ------------------------------------------------------------
@@ -578,7 +553,7 @@ export function resendDrafts(drafts) {
 // notice toasts, a card that changed state is announced.
 export function interactionArrived(item, before) {
   if (!before && item.data.kind === "notice" && argumentsOf(item).toast !== false) {
-    showToast(item);
+    toastFor(item);
   } else if (before && before.data.state !== item.data.state) {
     const text = STATE_ANNOUNCEMENT[item.data.state];
     if (text) announce(text);

@@ -9,7 +9,7 @@
 // claim); the one that needs the click's user activation (a window, the file chooser)
 // runs while it lasts, because the deciding tab claims in the same step.
 
-import { $, announce, el, trapFocus } from "./dom.js";
+import { announce, el, showToast, trapFocus } from "./dom.js";
 
 // What the timeline lends this module, set once by initConsent:
 //   send(frame) -> bool   sends a frame on the host channel
@@ -26,7 +26,6 @@ export const WORDS = {
 const OPEN = new Set(["awaiting_consent", "approved", "executing"]);
 const FILE_CAPABILITIES = new Set(["artifact.save", "device.pick_file"]);
 const PREVIEW_CHARS = 2000;
-const TOAST_MS = 6000;
 
 const caps = {
   clockOffset: 0, // the Runtime's clock minus this browser's, in ms
@@ -422,33 +421,10 @@ async function upload(call, file) {
 function showNotification(args) {
   const title = String(args.title || "");
   const body = String(args.body || "");
-  const toast = el("div", "toast level-info capability-toast");
-  toast.setAttribute("role", "status");
   const text = el("div", "toast-body");
   text.append(el("strong", "toast-title", title));
   if (body) text.append(el("span", "toast-text", body));
-  const close = el("button", "toast-close", "×");
-  close.type = "button";
-  close.setAttribute("aria-label", "Dismiss notification");
-  let timer = null;
-  const hide = () => {
-    clearTimeout(timer);
-    toast.remove();
-  };
-  const arm = () => {
-    clearTimeout(timer);
-    timer = setTimeout(hide, TOAST_MS);
-  };
-  close.addEventListener("click", hide);
-  toast.addEventListener("mouseenter", () => clearTimeout(timer));
-  toast.addEventListener("mouseleave", arm);
-  toast.addEventListener("focusin", () => clearTimeout(timer));
-  toast.addEventListener("focusout", arm);
-  toast.append(text, close);
-  const toasts = $("toasts");
-  toasts.append(toast);
-  while (toasts.children.length > 3) toasts.firstElementChild.remove();
-  arm();
+  showToast("info capability-toast", text);
   // A system notification only where the person already allowed them: never asked here.
   if ("Notification" in window && Notification.permission === "granted") {
     try {

@@ -35,6 +35,40 @@ export function avatarFor(item) {
   return avatar;
 }
 
+const TOAST_MS = 6000;
+const MAX_TOASTS = 3;
+
+// Show a toast: `body` (what it says) and a Dismiss button, in the toast stack (at most
+// three). It goes away after a while, but not while it is hovered or focused: it goes
+// when the person is done. Returns hide().
+export function showToast(level, body) {
+  const toast = el("div", `toast level-${level}`);
+  toast.setAttribute("role", "status");
+  const close = el("button", "toast-close", "\u00d7");
+  close.type = "button";
+  close.setAttribute("aria-label", "Dismiss notification");
+  let timer = null;
+  const hide = () => {
+    clearTimeout(timer);
+    toast.remove();
+  };
+  const arm = () => {
+    clearTimeout(timer);
+    timer = setTimeout(hide, TOAST_MS);
+  };
+  close.addEventListener("click", hide);
+  toast.addEventListener("mouseenter", () => clearTimeout(timer));
+  toast.addEventListener("mouseleave", arm);
+  toast.addEventListener("focusin", () => clearTimeout(timer));
+  toast.addEventListener("focusout", arm);
+  toast.append(body, close);
+  const toasts = $("toasts");
+  toasts.append(toast);
+  while (toasts.children.length > MAX_TOASTS) toasts.firstElementChild.remove();
+  arm();
+  return hide;
+}
+
 // Says text through the screen reader's live region.
 export function announce(text) {
   const region = $("announcer");

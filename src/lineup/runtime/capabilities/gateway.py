@@ -62,6 +62,7 @@ __all__ = [
     "CapabilityCall",
     "CapabilityGateway",
     "CapabilityRefused",
+    "busy_or_final",
 ]
 
 EXECUTION_LEASE_S = 120
@@ -168,6 +169,11 @@ def _revoked(conn: sqlite3.Connection, name: str) -> bool:
     row = conn.execute("SELECT revoked_at FROM host_capabilities WHERE name = ?", (name,))
     found = row.fetchone()
     return found is not None and found[0] is not None
+
+
+def busy_or_final(call: CapabilityCall) -> str:
+    """Why a move on ``call`` is refused: it already ended, or it is in another step."""
+    return ErrorCode.CALL_ALREADY_FINAL.value if call.state in FINAL else "capability_call_busy"
 
 
 def result_envelope_id(key: CallKey) -> str:
@@ -282,9 +288,7 @@ def _move(
 ) -> Outcome:
     state = next_state(call.state, move)
     if state is None:
-        raise CapabilityRefused(
-            ErrorCode.CALL_ALREADY_FINAL if call.state in FINAL else "capability_call_busy"
-        )
+        raise CapabilityRefused(busy_or_final(call))
     moved = replace(
         call,
         state=state,
@@ -470,9 +474,7 @@ def decide(
     if call is None:
         raise CapabilityRefused("capability_call_not_found")
     if call.state is not State.AWAITING_CONSENT:
-        raise CapabilityRefused(
-            ErrorCode.CALL_ALREADY_FINAL if call.state in FINAL else "capability_call_busy"
-        )
+        raise CapabilityRefused(busy_or_final(call))
     if datetime.fromisoformat(call.expires_at) <= datetime.fromisoformat(now):
         return _move(conn, call, Move.EXPIRE, now, code="expired")
     if not allow:
@@ -508,9 +510,7 @@ def finish(
     if call is None:
         raise CapabilityRefused("capability_call_not_found")
     if call.state is not State.EXECUTING:
-        raise CapabilityRefused(
-            ErrorCode.CALL_ALREADY_FINAL if call.state in FINAL else "capability_call_busy"
-        )
+        raise CapabilityRefused(busy_or_final(call))
     if result is None:
         return _move(conn, call, Move.FAIL, now, code=code or "provider_failed")
     capability = CATALOG.get(call.capability)
@@ -528,9 +528,7 @@ def finish_with_file(
     if call is None:
         raise CapabilityRefused("capability_call_not_found")
     if call.state is not State.EXECUTING or call.capability != "device.pick_file":
-        raise CapabilityRefused(
-            ErrorCode.CALL_ALREADY_FINAL if call.state in FINAL else "capability_call_busy"
-        )
+        raise CapabilityRefused(busy_or_final(call))
     if len(body) > MAX_ARTIFACT_BYTES:
         return _move(conn, call, Move.FAIL, now, code="artifact_too_large")
     artifact = store_artifact(conn, key.conversation_id, name, media_type, body, key.call_id, now)
