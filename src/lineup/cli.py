@@ -100,6 +100,18 @@ def agent_add(data_dir: Path, agent_id: str, name: str | None) -> None:
     click.echo(key)
 
 
+from .server.catalog_commands import catalog_group  # noqa: E402
+
+server.add_command(catalog_group, "catalog")
+
+
+# --- lineup miniapp ------------------------------------------------------------------------
+
+from .delivery.commands import miniapp_group  # noqa: E402
+
+main.add_command(miniapp_group, "miniapp")
+
+
 # --- lineup demo ---------------------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ result object documented in docs/protocol.md ("Interactions").
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -263,8 +264,15 @@ def compile_pattern(pattern: str) -> re2._Regexp[str]:
 # --- the inventory that advertises them -------------------------------------------------
 
 
+@functools.cache
+def _schema_bytes(struct: type[msgspec.Struct]) -> bytes:
+    return msgspec.json.encode(msgspec.json.schema(struct))
+
+
 def _schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
-    schema: dict[str, Any] = msgspec.json.schema(struct)
+    """The JSON Schema of ``struct``: generated once per process (it takes ~1 ms),
+    decoded afresh for each caller, who may keep or change it."""
+    schema: dict[str, Any] = msgspec.json.decode(_schema_bytes(struct))
     return schema
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import uuid
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ import msgspec
 from lineup import wire
 from lineup.client import AuthenticationFailed, Backoff, ClientClosed, Connection, SendRejected
 from lineup.client.connection import ConnectionState, stream_url
+from lineup.delivery.cache import VerifiedCache
+from lineup.delivery.catalog import CatalogClient
 from lineup.protocol import (
     ErrorCode,
     ErrorResponse,
@@ -45,6 +48,7 @@ from lineup.protocol.payloads import ClientInventory
 from .apps import registry
 from .apps.app_api import AppApi
 from .apps.focus import CancelBoundTools
+from .apps.installer import CATALOG_INTERVAL, AppCentreChanged, AppDelivery
 from .apps.kernel import AppKernel, AppsChanged
 from .apps.registry import INITIAL_REVISION, AppRegistry
 from .apps.router import ToolRouter
@@ -69,6 +73,9 @@ DEFAULT_SCOPE = "chat"
 """Interact's app scope (spec 002 §2.1 keeps the compatible name ``chat``)."""
 
 STORE_FILE = "runtime.sqlite3"
+LOCK_FILE = "runtime.lock"
+VERIFIED_CACHE_DIR = "apps/verified"
+"""Under the data dir: signed MiniApp artifacts that passed verification."""
 
 INVENTORY = build_inventory(revision=INITIAL_REVISION)
 """What a fresh Runtime advertises to agents: the four standard interactions, under the
@@ -102,9 +109,18 @@ class ToolCallsChanged:
 
 
 RuntimeEvent = (
-    TimelineChanged | ConnectionChanged | AppsChanged | ToolCallsChanged | CapabilitiesChanged
+    TimelineChanged
+    | ConnectionChanged
+    | AppsChanged
+    | ToolCallsChanged
+    | CapabilitiesChanged
+    | AppCentreChanged
 )
 Listener = Callable[[RuntimeEvent], None]
+
+
+class DataDirInUse(Exception):
+    """Another Runtime holds this data directory."""
 
 
 class NotLoggedIn(Exception):
@@ -130,10 +146,14 @@ class Runtime:
         backoff: Backoff | None = None,
         known_scopes: frozenset[str] = frozenset({DEFAULT_SCOPE}),
         inline_surfaces: Collection[str] = (),
+        catalog_interval: float | None = CATALOG_INTERVAL,
     ) -> None:
         """``inline_surfaces``: dev mode only, the integrities of inline surface
         bundles (``ui.open`` with ``html``/``css``/``js``) this Runtime accepts; empty
-        (the default) accepts none."""
+        (the default) accepts none. ``catalog_interval``: seconds between catalog
+        fetches while running (one at start); ``None`` fetches only when asked."""
+        self._catalog_interval = catalog_interval
+        self._lock_fd: int | None = None
         self.data_dir = Path(data_dir)
         self.inline_surfaces = frozenset(inline_surfaces)
         self._clock = clock or (lambda: datetime.now(UTC))
@@ -179,11 +199,24 @@ class Runtime:
             self.store, self.apps, self.tools, self.capabilities, clock=self._clock
         )
         """What a MiniApp may ask (the MiniApp SDK's requests, through a host)."""
+        self.delivery = AppDelivery(
+            self.store,
+            self.registry,
+            self.apps,
+            VerifiedCache(self.data_dir / VERIFIED_CACHE_DIR),
+            clock=self._clock,
+            emit=self._emit,
+            send=self._start_send,
+            ended=self._surfaces_ended,
+            catalog_client=self._catalog_client,
+        )
+        """Signed delivery: trusted keys, the catalog, install, update, revoke, remove."""
         self._scopes = self._known_scopes
 
     # --- lifecycle --------------------------------------------------------------------------
 
     async def open(self) -> None:
+        self._lock_data_dir()
         await self.store.open()
         await self.apps.recover()  # starting/stopping instances become suspended
         self.session = await self.store.load_session()
@@ -191,10 +224,31 @@ class Runtime:
             self.logged_in.set()
         await self.capabilities.recover()  # calls a stop caught approved never run again
         await self.registry.load()  # the stored inventory (bumped if the content changed)
+        await self.delivery.open()  # what a crash left in the verified cache goes
 
     async def close(self) -> None:
         await self.stop()
         await self.store.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing releases the lock
+            self._lock_fd = None
+
+    def _lock_data_dir(self) -> None:
+        """One Runtime per data directory: a second one (another process, a second
+        ``lineup client``) would sweep the first one's verified cache mid-install and
+        race its sync loop. Raises ``DataDirInUse``."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows: no advisory locks here yet
+            return
+        fd = os.open(self.data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise DataDirInUse("another LineUp Runtime uses this data directory") from None
+        self._lock_fd = fd
 
     @property
     def inventory(self) -> ClientInventory:
@@ -467,6 +521,18 @@ class Runtime:
     async def revoke_capability(self, app_id: str, name: str) -> ClientInventory:
         return await self.registry.revoke_capability(app_id, name)
 
+    def _catalog_client(self) -> CatalogClient | None:
+        """The catalog of the AppServer this Runtime is logged in to."""
+        if self.session is None:
+            return None
+        return CatalogClient(self.session.server_url, self.session.token)
+
+    async def _surfaces_ended(self, ended: list[tuple[str, str, OutboxItem]]) -> None:
+        for conversation_id, envelope_id, _ in ended:
+            item = await self.store.item(conversation_id, envelope_id)
+            if item is not None:
+                self._emit(TimelineChanged(item))
+
     def _start_send(self, item: OutboxItem) -> None:
         if self._tasks is not None and self._connection is not None:
             self._tasks.create_task(self._send(self._connection, item))
@@ -516,6 +582,8 @@ class Runtime:
                     self._start_send(item)
                 tg.create_task(self._apply_loop())
                 tg.create_task(self._expiry_loop())
+                if self._catalog_interval is not None:
+                    tg.create_task(self.delivery.catalog_loop(self._catalog_interval))
                 await connection.run()
                 raise ClientClosed("stopped")
         except* ClientClosed:

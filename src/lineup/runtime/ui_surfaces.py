@@ -49,6 +49,7 @@ __all__ = [
     "UI_TYPES",
     "UiOutcome",
     "apply",
+    "close_for_version",
     "event",
     "inline_integrity",
     "record_of",
@@ -217,6 +218,32 @@ def _end(conn: sqlite3.Connection, record: SurfaceRecord, reason: str, now: str)
         " WHERE conversation_id = ? AND open_envelope_id = ?",
         (reason, now, record.conversation_id, record.open_envelope_id),
     )
+
+
+def close_for_version(
+    conn: sqlite3.Connection, app_id: str, version: str, now: str
+) -> list[tuple[str, str, OutboxItem]]:
+    """Inside someone else's transaction: end every open agent surface of ``app_id``
+    at ``version`` (revoked or removed) and tell each agent with a ``close`` event.
+    Returns (conversation id, ``ui.open`` envelope id, the event queued) for each."""
+    rows = conn.execute(
+        "SELECT conversation_id, instance_id, open_envelope_id FROM ui_surfaces"
+        " WHERE app_id = ? AND app_version = ? AND status = 'open'",
+        (app_id, version),
+    ).fetchall()
+    conn.execute(
+        "UPDATE ui_surfaces SET status = 'closed', reason = 'app_revoked', updated_at = ?"
+        " WHERE app_id = ? AND app_version = ? AND status = 'open'",
+        (now, app_id, version),
+    )
+    return [
+        (
+            str(c),
+            str(o),
+            _queue_event(conn, str(c), str(i), "close", {"reason": "app_revoked"}, now),
+        )
+        for c, i, o in rows
+    ]
 
 
 def _close(conn: sqlite3.Connection, envelope: UiCloseEnvelope, now: str) -> UiOutcome:

@@ -15,6 +15,7 @@ from starlette.routing import Route, WebSocketRoute
 
 from lineup.protocol import ErrorCode
 
+from .catalog import Catalog
 from .errors import ApiError
 from .http_api import ROUTES, JSONResponse
 from .hub import Hub
@@ -28,8 +29,14 @@ log = logging.getLogger("lineup.server")
 _HTTP_CODES = {404: ErrorCode.NOT_FOUND, 405: ErrorCode.METHOD_NOT_ALLOWED}
 
 
-def create_app(storage: Storage, *, token_ttl: timedelta = timedelta(days=30)) -> Starlette:
-    """Build the AppServer around ``storage``; the lifespan opens and closes it."""
+def create_app(
+    storage: Storage,
+    *,
+    token_ttl: timedelta = timedelta(days=30),
+    catalog: Catalog | None = None,
+) -> Starlette:
+    """Build the AppServer around ``storage``; the lifespan opens and closes it.
+    ``catalog`` serves signed MiniApp releases; without one the catalog is empty."""
     hub = Hub()
     service = AppServerService(storage, hub, token_ttl=token_ttl)
     openapi = build_openapi()
@@ -91,6 +98,7 @@ def create_app(storage: Storage, *, token_ttl: timedelta = timedelta(days=30)) -
         lifespan=lifespan,
     )
     app.state.service = service
+    app.state.catalog = catalog
     app.state.ready = False
     app.state.stopping = False
     return app

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from lineup import wire
+from lineup.delivery.errors import DeliveryError
+from lineup.delivery.release import sha256_hex
 from lineup.protocol import MAX_ENVELOPE_BYTES, ErrorCode
 
+from .catalog import Catalog, empty_document
 from .errors import ApiError
 from .service import AppServerService
 from .storage import ConversationRecord, Principal
@@ -20,6 +26,10 @@ T = TypeVar("T")
 
 MAX_BODY_BYTES = MAX_ENVELOPE_BYTES + 1024
 MAX_WAIT_SECONDS = 60.0
+ARTIFACT_CACHE_CONTROL = "private, max-age=31536000, immutable"
+CATALOG_CACHE_CONTROL = "private, no-cache"
+
+log = logging.getLogger("lineup.server")
 
 
 class JSONResponse(Response):
@@ -167,6 +177,60 @@ async def get_envelopes(request: Request) -> Response:
     return JSONResponse(page)
 
 
+def _etag_matches(request: Request, etag: str) -> bool:
+    """Whether ``If-None-Match`` names ``etag`` (weak comparison, lists and ``*``)."""
+    header = request.headers.get("if-none-match")
+    if header is None:
+        return False
+    tags = {tag.strip().removeprefix("W/") for tag in header.split(",")}
+    return "*" in tags or etag in tags
+
+
+async def get_catalog(request: Request) -> Response:
+    """The catalog document: every published release and every revocation."""
+    await principal_of(request)
+    catalog: Catalog | None = request.app.state.catalog
+    try:
+        body, revision = await run_in_threadpool(catalog.document) if catalog else empty_document()
+    except DeliveryError as exc:
+        log.error("catalog unavailable", extra={"code": exc.code})
+        raise ApiError(ErrorCode.UNAVAILABLE, "the catalog is unavailable; retry later") from None
+    headers = {"ETag": f'"{revision}"', "Cache-Control": CATALOG_CACHE_CONTROL}
+    if _etag_matches(request, headers["ETag"]):
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type="application/json", headers=headers)
+
+
+def _read_artifact(path: Path, sha256: str) -> bytes | None:
+    data = path.read_bytes()
+    return data if sha256_hex(data) == sha256 else None
+
+
+async def get_artifact(request: Request) -> Response:
+    """An artifact's bytes, by the id a listed release names. Not verified for the
+    caller (the Runtime checks signature, length and SHA-256 itself); a file that is
+    no longer the release's bytes is not served under the release's digest."""
+    await principal_of(request)
+    catalog: Catalog | None = request.app.state.catalog
+    artifact_id = request.path_params["artifact_id"]
+    found = await run_in_threadpool(catalog.artifact, artifact_id) if catalog else None
+    if found is None:
+        raise ApiError(ErrorCode.NOT_FOUND, "no such artifact")
+    path, release = found
+    headers = {"ETag": f'"{release.sha256}"', "Cache-Control": ARTIFACT_CACHE_CONTROL}
+    if _etag_matches(request, headers["ETag"]):
+        return Response(status_code=304, headers=headers)
+    try:
+        data = await run_in_threadpool(_read_artifact, path, release.sha256)
+    except FileNotFoundError:
+        data = None
+    if data is None:
+        log.error("catalog artifact changed on disk", extra={"artifact_id": release.artifact_id})
+        raise ApiError(ErrorCode.UNAVAILABLE, "the artifact is unavailable")
+    log.debug("artifact served", extra={"artifact_id": release.artifact_id, "bytes": len(data)})
+    return Response(data, media_type="application/octet-stream", headers=headers)
+
+
 async def healthz(request: Request) -> Response:
     return JSONResponse(wire.Health(status="ok"))
 
@@ -189,6 +253,8 @@ ROUTES = [
     Route("/v1/conversations/{conversation_id}", get_conversation, methods=["GET"]),
     Route("/v1/conversations/{conversation_id}/envelopes", post_envelope, methods=["POST"]),
     Route("/v1/conversations/{conversation_id}/envelopes", get_envelopes, methods=["GET"]),
+    Route("/v1/catalog", get_catalog, methods=["GET"]),
+    Route("/v1/artifacts/{artifact_id}", get_artifact, methods=["GET"]),
     Route("/healthz", healthz, methods=["GET"]),
     Route("/readyz", readyz, methods=["GET"]),
 ]

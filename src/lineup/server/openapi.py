@@ -55,6 +55,62 @@ def _query(name: str, description: str) -> dict[str, Any]:
 
 _CONV = {"name": "conversation_id", "in": "path", "required": True, "schema": {"type": "string"}}
 
+_ARTIFACT_ID = {
+    "name": "artifact_id",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,127}$"},
+}
+_IF_NONE_MATCH = {
+    "name": "If-None-Match",
+    "in": "header",
+    "required": False,
+    "schema": {"type": "string"},
+    "description": "the ETag already held: answered 304 when unchanged",
+}
+_ETAG = {"ETag": {"schema": {"type": "string"}}, "Cache-Control": {"schema": {"type": "string"}}}
+
+CATALOG_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["revision", "apps", "revoked"],
+    "properties": {
+        "revision": {"type": "string", "description": "`cat-` and 20 hex digits"},
+        "apps": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["app_id", "releases"],
+                "properties": {
+                    "app_id": {"type": "string"},
+                    "releases": {
+                        "type": "array",
+                        "description": "signed `lineup.release.v1` documents, oldest first",
+                        "items": {"type": "object"},
+                    },
+                },
+            },
+        },
+        "revoked": {
+            "type": "object",
+            "required": ["versions", "keys"],
+            "properties": {
+                "versions": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["app_id", "version"],
+                        "properties": {
+                            "app_id": {"type": "string"},
+                            "version": {"type": "string"},
+                        },
+                    },
+                },
+                "keys": {"type": "array", "items": {"type": "string"}},
+            },
+        },
+    },
+}
+
 
 def build_openapi() -> dict[str, Any]:
     types: list[Any] = [
@@ -169,6 +225,43 @@ def build_openapi() -> dict[str, Any]:
                     _query("wait", "seconds to hold the request when nothing is new, 0..60"),
                 ],
             ),
+        },
+        "/v1/catalog": {
+            "get": _op(
+                "Published MiniApp releases and revocations (the Runtime verifies them)",
+                {
+                    "200": {
+                        "description": "catalog; ETag is the quoted revision",
+                        "headers": _ETAG,
+                        "content": {"application/json": {"schema": CATALOG_SCHEMA}},
+                    },
+                    "304": {"description": "unchanged since If-None-Match", "headers": _ETAG},
+                },
+                401,
+                503,
+                params=[_IF_NONE_MATCH],
+            )
+        },
+        "/v1/artifacts/{artifact_id}": {
+            "get": _op(
+                "An artifact a listed release names; immutable, ETag is its quoted SHA-256",
+                {
+                    "200": {
+                        "description": "the artifact's bytes",
+                        "headers": _ETAG,
+                        "content": {
+                            "application/octet-stream": {
+                                "schema": {"type": "string", "format": "binary"}
+                            }
+                        },
+                    },
+                    "304": {"description": "unchanged since If-None-Match", "headers": _ETAG},
+                },
+                401,
+                404,
+                503,
+                params=[_ARTIFACT_ID, _IF_NONE_MATCH],
+            )
         },
         "/healthz": {
             "get": _op(

@@ -10,6 +10,7 @@ import uvicorn
 from lineup.serving import EmbeddedServer, uvicorn_config
 
 from .app import create_app
+from .catalog import catalog_for
 from .storage import SQLiteStorage
 
 DATABASE_FILE = "appserver.sqlite3"
@@ -25,7 +26,7 @@ def storage_for(data_dir: Path) -> SQLiteStorage:
 def build_server(
     data_dir: Path, *, host: str = "127.0.0.1", port: int = 8765, embedded: bool = False
 ) -> uvicorn.Server:
-    app = create_app(storage_for(data_dir))
+    app = create_app(storage_for(data_dir), catalog=catalog_for(data_dir))
     # Move everything allocated so far (modules, app, routes) out of the collector's
     # sight, so collections only walk what requests allocate.
     gc.collect()

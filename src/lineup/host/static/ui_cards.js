@@ -18,6 +18,11 @@ const STATUS_TEXT = {
   unavailable: "This surface is not available here.",
 };
 
+// Why a surface ended, when the Runtime ended it (not the agent or the person).
+const REASON_TEXT = {
+  app_revoked: "Closed: this app version was revoked",
+};
+
 const ui = {
   send: () => false,
   cards: new Map(), // item key -> { item, li, handle, mountId, pending, posted }
@@ -78,10 +83,11 @@ export function updateSurfaceCard(item, li) {
   const open = data.status === "open";
   li.dataset.surfaceStatus = data.status;
   li.dataset.instanceId = data.instance_id;
-  li.querySelector(".surface-status").textContent = STATUS_TEXT[data.status] ?? data.status;
+  const words = REASON_TEXT[data.reason] ?? STATUS_TEXT[data.status] ?? data.status;
+  li.querySelector(".surface-status").textContent = words;
   li.querySelector(".surface-close").hidden = !open;
   const notice = li.querySelector(".surface-notice");
-  notice.textContent = open ? "" : STATUS_TEXT[data.status] || "";
+  notice.textContent = open ? "" : words || "";
   notice.hidden = open;
   if (!open) {
     unmount(entry);

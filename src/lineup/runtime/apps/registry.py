@@ -80,6 +80,7 @@ __all__ = [
     "app_list",
     "build_inventory",
     "entries",
+    "entries_by_id",
     "find_tool",
     "grant_capability",
     "granted",
@@ -89,6 +90,7 @@ __all__ = [
     "refresh_inventory",
     "revision",
     "revoke_capability",
+    "runnable_release",
     "set_enabled",
     "surface_of",
     "surface_of_version",
@@ -132,6 +134,8 @@ class AppEntry:
     version: str
     enabled: bool
     versions: tuple[str, ...]
+    unavailable: str | None = None
+    """Why the app has no version it may run (``revoked``, ``key_revoked``), or None."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +179,8 @@ def _manifest(body: bytes, digest: str) -> AppManifest:
 
 def _entry(conn: sqlite3.Connection, app_id: str) -> AppEntry | None:
     row = conn.execute(
-        "SELECT app_id, app_scope, kind, version, enabled FROM apps WHERE app_id = ?", (app_id,)
+        "SELECT app_id, app_scope, kind, version, enabled, unavailable FROM apps WHERE app_id = ?",
+        (app_id,),
     ).fetchone()
     if row is None:
         return None
@@ -186,7 +191,12 @@ def _entry(conn: sqlite3.Connection, app_id: str) -> AppEntry | None:
             (app_id,),
         )
     )
-    return AppEntry(row[0], row[1], row[2], row[3], bool(row[4]), versions)
+    return AppEntry(row[0], row[1], row[2], row[3], bool(row[4]), versions, row[5])
+
+
+def entries_by_id(conn: sqlite3.Connection, app_id: str) -> AppEntry | None:
+    """The registered app ``app_id``, or ``None``."""
+    return _entry(conn, app_id)
 
 
 def entries(conn: sqlite3.Connection, *, enabled_only: bool = False) -> list[AppEntry]:
@@ -220,10 +230,18 @@ def install(
     *,
     enable: bool = False,
     files: Mapping[str, bytes] | None = None,
+    verified: bool = False,
 ) -> Installed:
     """Store ``manifest`` (already loaded) with its bundle ``files`` (already checked by
     ``bundle.load_bundle``; none for a manifest-only app) and make it the version in
-    use. The same id and version again must bring the same manifest and files."""
+    use. The same id and version again must bring the same manifest and files.
+
+    An app of kind ``installed`` comes only through signed delivery
+    (``releases.record_verified`` passes ``verified``); otherwise ``app_unsigned``."""
+    if manifest.kind == "installed" and not verified:
+        raise RegistryError(
+            "app_unsigned", "an installed app comes only as a verified signed release"
+        )
     body = encode_manifest(manifest)
     digest = _digest(body)
     bundle_digest = files_digest(files or {})
@@ -235,6 +253,11 @@ def install(
     if stored is not None and (stored[0] != digest or stored[1] != bundle_digest):
         raise RegistryError(
             "app_version_conflict", "this app version is installed with other content"
+        )
+    held = conn.execute("SELECT kind FROM apps WHERE app_id = ?", (manifest.id,)).fetchone()
+    if held is not None and (held[0] == "installed") != (manifest.kind == "installed"):
+        raise RegistryError(
+            "app_kind_conflict", "a delivered app cannot replace a built-in one, or the reverse"
         )
     holder = conn.execute(
         "SELECT app_id FROM apps WHERE app_scope = ? AND app_id != ?",
@@ -288,7 +311,13 @@ def _installed(conn: sqlite3.Connection, entry: AppEntry, new: bool, now: str) -
 
 
 def set_enabled(conn: sqlite3.Connection, app_id: str, enabled: bool, now: str) -> AppEntry:
-    """Enable or disable ``app_id`` (idempotent). Raises ``RegistryError``."""
+    """Enable or disable ``app_id`` (idempotent). Raises ``RegistryError``
+    (``app_not_found``; ``app_unavailable`` to enable an app with no version it may
+    run)."""
+    if enabled:
+        row = conn.execute("SELECT unavailable FROM apps WHERE app_id = ?", (app_id,)).fetchone()
+        if row is not None and row[0] is not None:
+            raise RegistryError("app_unavailable", "the app has no version it may run")
     changed = conn.execute(
         "UPDATE apps SET enabled = ?, updated_at = ? WHERE app_id = ? AND enabled != ?",
         (int(enabled), now, app_id, int(enabled)),
@@ -317,9 +346,12 @@ def surface_of_version(
     conn: sqlite3.Connection, app_id: str, version: str, surface_id: str | None = None
 ) -> SurfaceSource | None:
     """The surface ``surface_id`` (by default the first) of ``app_id`` at exactly
-    ``version``, from its stored files; ``None`` without one."""
+    ``version``, from its stored files; ``None`` without one. An installed app's
+    surface exists only while its version is a verified, unrevoked release."""
     manifest = manifest_of(conn, app_id, version)
     if manifest is None:
+        return None
+    if manifest.kind == "installed" and not runnable_release(conn, app_id, version):
         return None
     files = dict(
         conn.execute(
@@ -328,6 +360,19 @@ def surface_of_version(
         ).fetchall()
     )
     return surface_source(manifest, {k: bytes(v) for k, v in files.items()}, surface_id)
+
+
+def runnable_release(conn: sqlite3.Connection, app_id: str, version: str) -> bool:
+    """Whether ``app_id`` at ``version`` was installed from a verified release that
+    is not revoked, by a key that is not revoked."""
+    row = conn.execute(
+        "SELECT 1 FROM app_releases r WHERE r.app_id = ? AND r.version = ?"
+        " AND NOT EXISTS (SELECT 1 FROM revoked_versions v"
+        "  WHERE v.app_id = r.app_id AND v.version = r.version)"
+        " AND NOT EXISTS (SELECT 1 FROM revoked_keys k WHERE k.key_id = r.key_id)",
+        (app_id, version),
+    ).fetchone()
+    return row is not None
 
 
 def find_tool(conn: sqlite3.Connection, tool_id: str) -> ToolTarget | None:
@@ -653,6 +698,11 @@ class AppRegistry:
         inventory, changed = await self._store.db.write(refresh_inventory, self._now())
         await self._changed(inventory, changed)
         return inventory
+
+    async def committed(self, inventory: ClientInventory, changed: bool) -> None:
+        """Another component committed a transaction that recomputed the inventory
+        (signed delivery): adopt it like this registry's own."""
+        await self._changed(inventory, changed)
 
     async def _changed(self, inventory: ClientInventory, changed: bool) -> None:
         """Keep the committed inventory; tell the Runtime when it differs from the one
