@@ -173,6 +173,13 @@ def demo(
 @click.option(
     "--agent", "agent_id", default=None, help="Open a conversation with this agent after login."
 )
+@click.option(
+    "--trust",
+    "trust",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A publisher's public key file (NAME.pub.json) to trust for signed MiniApps; repeatable.",
+)
 def client(
     server_url: str,
     data_dir: Path | None,
@@ -180,9 +187,16 @@ def client(
     port: int,
     surface_port: int | None,
     agent_id: str | None,
+    trust: tuple[Path, ...],
 ) -> None:
     """Run your Runtime and the Web Host against an AppServer; log in in the browser."""
+    from .delivery.keys import load_public_key
     from .host.serve import run_standalone
+
+    try:
+        keys = [load_public_key(path) for path in trust]
+    except ValueError as exc:
+        raise click.ClickException(f"--trust: {exc}") from None
 
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(
@@ -193,6 +207,7 @@ def client(
                 port=port,
                 surface_port=surface_port,
                 agent_id=agent_id,
+                trusted_keys=keys,
             )
         )
 

@@ -21,8 +21,12 @@ FIX = "run `python scripts/gen_schemas.py` and commit docs/protocol/"
 SCHEMAS = envelope_schemas()
 
 
-def test_one_schema_per_kind_plus_union_and_error() -> None:
-    expected = {f"{tag}.json" for tag in KIND_BY_TYPE} | {"envelope.json", "error.json"}
+def test_one_schema_per_kind_plus_union_error_and_release() -> None:
+    expected = {f"{tag}.json" for tag in KIND_BY_TYPE} | {
+        "envelope.json",
+        "error.json",
+        "release.json",
+    }
     assert set(SCHEMAS) == expected
 
 

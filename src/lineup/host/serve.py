@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Sequence
 from pathlib import Path
 
 import uvicorn
 
+from lineup.delivery.keys import PublicKey
 from lineup.runtime import Runtime
 from lineup.serving import EmbeddedServer, uvicorn_config, wait_started
 
@@ -129,10 +131,14 @@ async def run_standalone(
     port: int,
     agent_id: str | None,
     surface_port: int | None = None,
+    trusted_keys: Sequence[PublicKey] = (),
 ) -> None:
-    """``lineup client``: until Ctrl-C or SIGTERM; the outbox stays on disk."""
+    """``lineup client``: until Ctrl-C or SIGTERM; the outbox stays on disk.
+    ``trusted_keys``: publisher keys to trust for signed MiniApps (kept in the store)."""
     runtime = Runtime(data_dir)
     await runtime.open()
+    for key in trusted_keys:
+        await runtime.delivery.trust_key(key)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

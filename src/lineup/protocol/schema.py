@@ -37,6 +37,13 @@ def envelope_schemas() -> dict[str, dict[str, Any]]:
         title="LineUp error",
         description='The one error shape: {"error": {"code", "message", "path"?}}.',
     )
+    from lineup.delivery.release import Release  # the signed-delivery document
+
+    schemas["release.json"] = schema_for(
+        Release,
+        title="lineup.release.v1",
+        description="A signed MiniApp release (docs/delivery.md); unknown fields refused.",
+    )
     return schemas
 
 
