@@ -42,6 +42,7 @@ from lineup.runtime.apps import sessions_view
 from lineup.runtime.apps.kernel import AppsChanged
 
 from . import channel
+from .app_centre import AppCentreHost, AppCentreTab
 from .app_surfaces import AppSurfaces
 from .capabilities import CapabilityTab, HostCapabilities
 from .sessions import COOKIE, SESSION_TTL, HostSessions
@@ -122,6 +123,9 @@ class WebHost:
         """App instances' surfaces: mounts, SDK requests, taking them down on close."""
         self.capabilities = HostCapabilities(runtime)
         """Capability calls: the consent dialog's frames, providers, uploads, downloads."""
+        self.app_centre = AppCentreHost(runtime)
+        """The App centre: installed and offered apps, install/update/enable/remove."""
+        self._actions: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         """Before serving: attach the capabilities this host provides."""
@@ -217,6 +221,7 @@ class WebHost:
         outbox: asyncio.Queue[bytes] = asyncio.Queue(maxsize=10_000)
         groups = _GroupChanges()
         capabilities = self.capabilities.tab(outbox)
+        centre = self.app_centre.tab(outbox)
 
         def on_event(event: RuntimeEvent) -> None:
             if isinstance(event, TimelineChanged) and in_group(event.item):
@@ -241,6 +246,8 @@ class WebHost:
                 groups.instances(i for e in event.effects if (i := getattr(e, "instance_id", None)))
             elif isinstance(event, ToolCallsChanged):
                 frame = channel.AppPush(instance_ids=sorted(event.instance_ids), topic=event.topic)
+            elif centre.on_event(event):
+                return
             elif (encoded := capabilities.on_event(event)) is not None:
                 with contextlib.suppress(asyncio.QueueFull):
                     outbox.put_nowait(encoded)
@@ -256,9 +263,11 @@ class WebHost:
             async with asyncio.TaskGroup() as tg:
                 writer = tg.create_task(_pump(websocket, outbox))
                 regrouper = tg.create_task(self._send_groups(groups, outbox))
-                await self._read_frames(websocket, outbox, capabilities)
+                recentre = tg.create_task(centre.run())
+                await self._read_frames(websocket, outbox, capabilities, centre)
                 writer.cancel()
                 regrouper.cancel()
+                recentre.cancel()
         except* (WebSocketDisconnect, RuntimeError):
             pass
         finally:
@@ -281,7 +290,11 @@ class WebHost:
                     outbox.put_nowait(_encode(frame))
 
     async def _read_frames(
-        self, websocket: WebSocket, outbox: asyncio.Queue[bytes], capabilities: CapabilityTab
+        self,
+        websocket: WebSocket,
+        outbox: asyncio.Queue[bytes],
+        capabilities: CapabilityTab,
+        centre: AppCentreTab,
     ) -> None:
         while True:
             message = await websocket.receive()
@@ -301,7 +314,22 @@ class WebHost:
                 for answer in await capabilities.answer(frame):
                     await outbox.put(answer)
                 continue
+            if isinstance(frame, channel.AppsRequest):
+                await outbox.put(await centre.opened())
+                continue
+            if isinstance(frame, channel.AppsAction):
+                # A download or a catalog fetch may take seconds: the tab's other
+                # frames go on meanwhile, and the receipt follows when it is done.
+                task = asyncio.create_task(self._act(frame, outbox))
+                self._actions.add(task)
+                task.add_done_callback(self._actions.discard)
+                continue
             await outbox.put(await self._answer(frame))
+
+    async def _act(self, frame: channel.AppsAction, outbox: asyncio.Queue[bytes]) -> None:
+        receipt = _encode(await self.app_centre.act(frame))
+        with contextlib.suppress(asyncio.QueueFull):
+            outbox.put_nowait(receipt)
 
     async def _answer(self, frame: channel.ShellFrame) -> bytes:
         runtime = self.runtime
@@ -387,7 +415,7 @@ class WebHost:
             if await runtime.retry(frame.conversation_id, frame.envelope_id) is None:
                 return _encode(channel.ChannelError("not_failed", "nothing to retry"))
             return b""
-        assert isinstance(frame, channel.History)  # capability frames: CapabilityTab
+        assert isinstance(frame, channel.History)  # capability, app centre frames: their tabs
         page = await runtime.store.timeline(
             frame.conversation_id, before_seq=frame.before_seq, limit=PAGE
         )

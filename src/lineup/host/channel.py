@@ -11,7 +11,13 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from lineup.protocol.fields import CAPABILITY_NAME_PATTERN, ID_PATTERN, MAX_TEXT_CHARS
+from lineup.protocol.fields import (
+    APP_ID_PATTERN,
+    CAPABILITY_NAME_PATTERN,
+    ID_PATTERN,
+    MAX_TEXT_CHARS,
+    SEMVER_PATTERN,
+)
 from lineup.protocol.interactions import MAX_INPUT_CHARS
 
 Id = Annotated[str, msgspec.Meta(pattern=ID_PATTERN)]
@@ -19,6 +25,8 @@ MountId = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{24}$")]
 RequestId = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 CapabilityName = Annotated[str, msgspec.Meta(pattern=CAPABILITY_NAME_PATTERN, max_length=255)]
 Code = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
+AppId = Annotated[str, msgspec.Meta(pattern=APP_ID_PATTERN, max_length=255)]
+SemVer = Annotated[str, msgspec.Meta(pattern=SEMVER_PATTERN, max_length=128)]
 RequesterKind = Literal["agent", "app"]
 MAX_FRAME_BYTES = 256 * 1024
 
@@ -186,6 +194,36 @@ class CapabilityPolicy(_In, frozen=True, tag="capability_policy"):
     revoked: bool
 
 
+class AppsRequest(_In, frozen=True, tag="apps"):
+    """The App centre opens (or wants a fresh look): answered with an ``AppCentre``.
+    From then on this tab is sent a fresh ``AppCentre`` whenever it changes."""
+
+
+AppsActionName = Literal["install", "update", "enable", "disable", "remove", "refresh"]
+
+
+class AppsAction(_In, frozen=True, tag="apps_action"):
+    """The person asks for a change in the App centre. ``install``/``update`` name an
+    app and an exact version; ``enable``/``disable``/``remove`` an app only;
+    ``refresh`` (fetch the catalog now) neither. Answered with an ``AppsReceipt``."""
+
+    action: AppsActionName
+    app_id: AppId | None = None
+    version: SemVer | None = None
+
+    def __post_init__(self) -> None:
+        if self.action == "refresh":
+            if self.app_id is not None or self.version is not None:
+                raise ValueError("refresh takes no app_id or version")
+            return
+        if self.app_id is None:
+            raise ValueError(f"{self.action} needs an app_id")
+        if self.action in ("install", "update") and self.version is None:
+            raise ValueError(f"{self.action} needs a version")
+        if self.action not in ("install", "update") and self.version is not None:
+            raise ValueError(f"{self.action} takes no version")
+
+
 CapabilityFrame = Consent | Claim | CapabilityDone | GrantsRequest | Forget | CapabilityPolicy
 
 ShellFrame = (
@@ -209,6 +247,8 @@ ShellFrame = (
     | GrantsRequest
     | Forget
     | CapabilityPolicy
+    | AppsRequest
+    | AppsAction
 )
 
 
@@ -499,3 +539,71 @@ class GrantsFrame(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag
 
     grants: list[GrantView]
     capabilities: list[HostCapabilityView]
+
+
+class PublisherView(msgspec.Struct, frozen=True, kw_only=True):
+    """Who signed a release: the key's id, shortened for display, and the name the
+    person's trusted key carries (empty for a key this Runtime does not trust)."""
+
+    key_id: str
+    name: str
+    trusted: bool
+
+
+class CentreAppView(msgspec.Struct, frozen=True, kw_only=True):
+    """One installed app in the App centre (display only: no URL, digest or
+    signature)."""
+
+    app_id: str
+    name: str
+    kind: Literal["built-in", "installed"]
+    version: str
+    enabled: bool
+    publisher: PublisherView | None
+    """``None`` for a built-in app."""
+    permissions: list[str]
+    versions: list[str]
+    """Every version stored here, oldest first."""
+    update: str | None
+    """A newer version the catalog offers (never moved to by itself)."""
+    unavailable: str | None
+    """Why no version may run: ``version_revoked``, ``key_revoked``; else ``None``."""
+
+
+class OfferView(msgspec.Struct, frozen=True, kw_only=True):
+    """An app the catalog offers that is not installed: its newest installable
+    version."""
+
+    app_id: str
+    version: str
+    publisher: PublisherView
+    permissions: list[str]
+
+
+class CatalogStateView(msgspec.Struct, frozen=True, kw_only=True):
+    """The catalog as last fetched: ``production`` (HTTPS) or a development catalog
+    (plain HTTP on this machine); ``fetched_at`` ``None`` if never fetched."""
+
+    production: bool
+    fetched_at: str | None
+
+
+class AppCentre(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="app_centre"):
+    """To a tab that opened the App centre (and again on every change): installed
+    apps, the catalog's apps not installed, and the catalog's state."""
+
+    apps: list[CentreAppView]
+    offers: list[OfferView]
+    catalog: CatalogStateView
+
+
+class AppsReceipt(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="apps_receipt"):
+    """To the tab that asked: ``outcome`` ``ok``, or the stable code of the refusal
+    (``key_unknown``, ``version_revoked``, ``app_not_removable``, ``app_unavailable``,
+    ``catalog_unavailable``, ...), with ``message`` in words for the person."""
+
+    action: str
+    app_id: str | None = None
+    version: str | None = None
+    outcome: str
+    message: str = ""

@@ -10,7 +10,7 @@
 // the app dock and the app area (MiniApp instances and focus, as the Runtime decides);
 // overlay.js the questions shown over the app in front; consent.js the consent dialog
 // for capability calls, their providers and saved files; settings.js the permissions
-// panel.
+// panel; app_centre.js the App centre (installed and offered apps).
 //
 // App sub-sessions: each one is a single collapsible group row, placed where it opened
 // (the Runtime gives it the key and seq of its hidden `app_session.opened` row). It
@@ -52,6 +52,7 @@ import {
   resetConsent,
 } from "./consent.js";
 import { initSettings, onGrants } from "./settings.js";
+import { initAppCentre, onAppCentre, onAppsReceipt } from "./app_centre.js";
 import {
   initOverlay,
   overlayRow,
@@ -85,6 +86,7 @@ initDock({ send, onFocus: refreshOverlay });
 initSurfaces({ send });
 initConsent({ send, refreshRows: refreshCapabilityRows });
 initSettings({ send });
+initAppCentre({ send });
 initUiCards({ send });
 initOverlay({
   renderItem,
@@ -110,6 +112,7 @@ function setConnection(name) {
   const element = $("connection");
   element.dataset.state = name;
   element.textContent = CONNECTION_TEXT[name] || name;
+  element.title = element.textContent; // a narrow top bar shows only its dot
 }
 
 const STATE_TEXT = { sending: "Sending…", sent: "Sent", failed: "Not sent", received: "" };
@@ -551,6 +554,12 @@ function onFrame(frame) {
       break;
     case "grants":
       onGrants(frame);
+      break;
+    case "app_centre":
+      onAppCentre(frame);
+      break;
+    case "apps_receipt":
+      onAppsReceipt(frame);
       break;
     case "history": {
       const timeline = $("timeline");
