@@ -79,6 +79,10 @@ async def test_sign_publish_install_open_patch_close_revoke_rollback(
     assert [(f.outcome, f.from_version, f.to_version) for f in refreshed.fallbacks] == [
         ("rolled_back", "1.1.0", "1.0.0")
     ]
+    notice = page.locator(".toast.apps-fallback")
+    await expect(notice).to_contain_text(
+        "Test App went back to version 1.0.0: version 1.1.0 was revoked."
+    )
     await expect(second).to_have_attribute("data-surface-status", "closed")
     await expect(second.locator(".surface-notice")).to_have_text(
         "Closed: this app version was revoked"

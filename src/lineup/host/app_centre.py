@@ -208,9 +208,21 @@ class AppCentreTab:
             self._marked.set()
 
     def on_event(self, event: Any) -> bool:
-        """Whether ``event`` was the App centre's (handled here)."""
+        """Whether ``event`` was the App centre's (handled here). A rollback or an app
+        made unavailable is told to every tab, open centre or not."""
         if not isinstance(event, AppCentreChanged):
             return False
+        for fallback in event.fallbacks:
+            notice = channel.AppFallback(
+                app_id=fallback.app_id,
+                name=fallback.name or fallback.app_id,
+                outcome=fallback.outcome,  # type: ignore[arg-type]
+                from_version=fallback.from_version,
+                to_version=fallback.to_version,
+                reason=fallback.reason,
+            )
+            with contextlib.suppress(asyncio.QueueFull):
+                self.outbox.put_nowait(_encode(notice))
         self.mark()
         return True
 

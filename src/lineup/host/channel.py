@@ -597,6 +597,19 @@ class AppCentre(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="
     catalog: CatalogStateView
 
 
+class AppFallback(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="app_fallback"):
+    """To every tab: a revocation moved an app back (``rolled_back`` to
+    ``to_version``) or left it with nothing to run (``unavailable``); ``reason`` is
+    ``version_revoked`` or ``key_revoked``."""
+
+    app_id: str
+    name: str
+    outcome: Literal["rolled_back", "unavailable"]
+    from_version: str
+    to_version: str | None
+    reason: str
+
+
 class AppsReceipt(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="apps_receipt"):
     """To the tab that asked: ``outcome`` ``ok``, or the stable code of the refusal
     (``key_unknown``, ``version_revoked``, ``app_not_removable``, ``app_unavailable``,

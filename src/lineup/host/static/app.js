@@ -52,7 +52,7 @@ import {
   resetConsent,
 } from "./consent.js";
 import { initSettings, onGrants } from "./settings.js";
-import { initAppCentre, onAppCentre, onAppsReceipt } from "./app_centre.js";
+import { initAppCentre, onAppCentre, onAppFallback, onAppsReceipt } from "./app_centre.js";
 import {
   initOverlay,
   overlayRow,
@@ -560,6 +560,9 @@ function onFrame(frame) {
       break;
     case "apps_receipt":
       onAppsReceipt(frame);
+      break;
+    case "app_fallback":
+      onAppFallback(frame);
       break;
     case "history": {
       const timeline = $("timeline");

@@ -336,6 +336,18 @@ export function onAppCentre(frame) {
   render();
 }
 
+// A revocation moved an app back, or left it with nothing to run: tell the person,
+// whether or not the App centre is open.
+export function onAppFallback(frame) {
+  const why = frame.reason === "key_revoked" ? "its publisher's key was revoked" : `version ${frame.from_version} was revoked`;
+  const text =
+    frame.outcome === "rolled_back"
+      ? `${frame.name} went back to version ${frame.to_version}: ${why}.`
+      : `${frame.name} is unavailable: ${why}, and no earlier verified version is here.`;
+  const title = frame.outcome === "rolled_back" ? "App rolled back" : "App unavailable";
+  showToast("warning apps-fallback", toastBody(text, title));
+}
+
 export function onAppsReceipt(frame) {
   const key = frame.app_id || "";
   const asked = pending.get(key);

@@ -91,6 +91,8 @@ class Fallback:
     from_version: str
     to_version: str | None
     reason: str
+    name: str = ""
+    """The app's display name (for telling the person)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,6 +322,8 @@ def _fall_back(
     events: list[Ended] = []
     current = trust(conn)
     for entry in affected:
+        manifest = registry.manifest_of(conn, entry.app_id, entry.version)
+        name = manifest.name if manifest else entry.app_id
         target = _predecessor(conn, entry, current, cache)
         subject = f"{entry.app_id}@{entry.version}"
         if target is not None:
@@ -328,14 +332,18 @@ def _fall_back(
                 (target, now, entry.app_id),
             )
             audit(conn, now, "runtime", "app.rollback", subject, "rolled_back", reason)
-            fallbacks.append(Fallback(entry.app_id, "rolled_back", entry.version, target, reason))
+            fallbacks.append(
+                Fallback(entry.app_id, "rolled_back", entry.version, target, reason, name)
+            )
         else:
             conn.execute(
                 "UPDATE apps SET enabled = 0, unavailable = ?, updated_at = ? WHERE app_id = ?",
                 (reason, now, entry.app_id),
             )
             audit(conn, now, "runtime", "app.rollback", subject, "unavailable", reason)
-            fallbacks.append(Fallback(entry.app_id, "unavailable", entry.version, None, reason))
+            fallbacks.append(
+                Fallback(entry.app_id, "unavailable", entry.version, None, reason, name)
+            )
         if kernel is not None:
             closes.extend(kernel.close_scope(conn, entry.app_scope, now, reason="app_revoked"))
         events.extend(ui_surfaces.close_for_version(conn, entry.app_id, entry.version, now))
