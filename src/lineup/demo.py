@@ -1,27 +1,55 @@
-"""``lineup demo``: the AppServer and the scripted demo agent in one process."""
+"""``lineup demo``: the AppServer and the scripted demo agent in one process.
+
+It also shows signed delivery (docs/delivery.md): at every start the demo signs the
+sample Focus Timer with its own publisher key (made once, in the data dir), publishes
+it to the AppServer's catalog and has the Runtime trust that key. It does not install
+it: the person does, from the Apps dialog.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import secrets
 import signal
+from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 import click
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from .agent import Agent
 from .agent.demo import build_demo_agent
+from .delivery.errors import DeliveryError, DeliveryErrorCode
+from .delivery.keys import (
+    PublicKey,
+    generate_key,
+    load_private_key,
+    public_key_of,
+    sign_release,
+    write_key_pair,
+)
+from .delivery.publisher import pack_bundle
+from .delivery.release import Release, encode_release
 from .host.serve import build_host_server, run_client
 from .runtime import Runtime
 from .server import admin
+from .server.catalog import catalog_for
 from .server.runner import build_server
 from .serving import wait_started
+
+log = logging.getLogger("lineup.demo")
 
 DEMO_USER = "demo"
 DEMO_AGENT = "demo-agent"
 CREDENTIALS_FILE = "demo-credentials.json"
+PUBLISHER_KEY = "demo-publisher"
+"""``<data dir>/demo-publisher.key`` (0600) and ``.pub.json``: the demo's publisher key."""
+PUBLISHER_NAME = "LineUp demo publisher"
+SAMPLE_APP_NAME = "Focus Timer"
 
 
 async def ensure_demo_accounts(data_dir: Path) -> dict[str, str]:
@@ -58,11 +86,85 @@ def _save_credentials(data_dir: Path, credentials: dict[str, str]) -> None:
         json.dump(credentials, handle, indent=2)
 
 
+# --- the signed sample app ----------------------------------------------------------------
+
+
+def sample_app_dir() -> Path:
+    """The Focus Timer's bundle directory (an ``installed`` app, delivered signed)."""
+    package = resources.files("lineup.miniapps")
+    return Path(str(package.joinpath("examples").joinpath("focus_timer")))
+
+
+def ensure_publisher_key(data_dir: Path) -> tuple[Ed25519PrivateKey, PublicKey]:
+    """The demo publisher's key pair, created once (``write_key_pair``: the key file
+    0600, never overwritten) and loaded from ``data_dir`` later."""
+    stem = data_dir / PUBLISHER_KEY
+    key_path = stem.with_name(stem.name + ".key")
+    if not key_path.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        # A public key file without its private key is of no use: write both anew.
+        stem.with_name(stem.name + ".pub.json").unlink(missing_ok=True)
+        write_key_pair(generate_key(), stem, PUBLISHER_NAME)
+    private = load_private_key(key_path)
+    return private, public_key_of(private, PUBLISHER_NAME)
+
+
+@dataclass(frozen=True, slots=True)
+class SamplePublished:
+    """What ``publish_sample_app`` did: the key to trust, the signed release and its
+    artifact, and whether the catalog now lists exactly this release."""
+
+    key: PublicKey
+    release: Release
+    release_bytes: bytes
+    artifact: bytes
+    published: bool
+
+
+def publish_sample_app(data_dir: Path) -> SamplePublished:
+    """Pack and sign the Focus Timer with the demo key and publish it to the catalog
+    of the AppServer whose data dir is ``data_dir``. The same files and key give the
+    same bytes (deterministic archive, Ed25519), so publishing again is a no-op. When
+    the catalog already has this version with other bytes (the sample changed without
+    a version bump, or the key was made anew) it is left as it is and logged."""
+    private, public = ensure_publisher_key(data_dir)
+    artifact, unsigned = pack_bundle(sample_app_dir())
+    release = sign_release(unsigned, private)
+    release_bytes = encode_release(release)
+    try:
+        catalog_for(data_dir).publish(release_bytes, artifact)
+    except DeliveryError as exc:
+        if exc.code != DeliveryErrorCode.VERSION_CONFLICT:
+            raise
+        log.warning(
+            "sample app not published: this version is in the catalog with other bytes;"
+            " bump its version",
+            extra={"app_id": release.app_id, "version": release.version, "code": exc.code},
+        )
+        return SamplePublished(public, release, release_bytes, artifact, False)
+    return SamplePublished(public, release, release_bytes, artifact, True)
+
+
+async def trust_sample_publisher(runtime: Runtime, key: PublicKey) -> bool:
+    """Have the demo Runtime trust the demo publisher (idempotent). ``False`` when the
+    person revoked the key in this Runtime: it is never trusted again."""
+    try:
+        await runtime.delivery.trust_key(key)
+    except DeliveryError as exc:
+        log.warning("demo publisher key not trusted", extra={"code": exc.code})
+        return False
+    return True
+
+
+# --- running ---------------------------------------------------------------------------------
+
+
 async def run_demo(
     data_dir: Path, *, host: str, port: int, web_port: int, surface_port: int | None = None
 ) -> None:
     """AppServer, demo agent, Runtime and Web Host in one process, until Ctrl-C."""
     credentials = await ensure_demo_accounts(data_dir)
+    sample = publish_sample_app(data_dir)  # before the Runtime's first catalog fetch
     server = build_server(data_dir, host=host, port=port, embedded=True)
     url = f"http://{host}:{port}"
     stop = asyncio.Event()
@@ -71,6 +173,7 @@ async def run_demo(
         loop.add_signal_handler(sig, stop.set)
     runtime = Runtime(data_dir / "runtime")
     await runtime.open()
+    offered = await trust_sample_publisher(runtime, sample.key) and sample.published
     try:
         async with asyncio.TaskGroup() as tg:
             server_task = tg.create_task(server.serve())
@@ -94,7 +197,7 @@ async def run_demo(
             await wait_started(web_server, client_task)
             link = await web.sessions.create("link")
             web_url = f"http://{host}:{web_port}"
-            click.echo(_banner(credentials, url, web_url, link, data_dir))
+            click.echo(_banner(credentials, url, web_url, link, data_dir, sample=offered))
             await stop.wait()
             await runtime.stop()
             await client_task
@@ -106,10 +209,23 @@ async def run_demo(
         await runtime.close()
 
 
-def _banner(credentials: dict[str, str], url: str, web_url: str, link: str, data_dir: Path) -> str:
+def _banner(
+    credentials: dict[str, str],
+    url: str,
+    web_url: str,
+    link: str,
+    data_dir: Path,
+    *,
+    sample: bool = False,
+) -> str:
     launcher = os.environ.get("LINEUP_LAUNCHER", "lineup")
     user, password = credentials["username"], credentials["password"]
     chat_command = f"LINEUP_PASSWORD={password} {launcher} chat --server {url} --user {user}"
+    apps = (
+        [f"A signed sample app ({SAMPLE_APP_NAME}) is in the catalog: open Apps to install it.", ""]
+        if sample
+        else []
+    )
     return "\n".join(
         [
             "",
@@ -124,6 +240,7 @@ def _banner(credentials: dict[str, str], url: str, web_url: str, link: str, data
             f"  Data        {data_dir}",
             f"  Terminal    {chat_command}",
             "",
+            *apps,
             "Press Ctrl-C to stop.",
         ]
     )

@@ -152,3 +152,39 @@ async def test_bridge_drops_messages_from_other_frames(
     events = await agent_got(client, "ui.event", lambda found: len(found) >= 1)
     assert events == [{"instance_id": "b1", "event": "ping", "data": {"n": 1}}]
     page_watch.assert_clean()
+
+
+async def test_the_demo_sample_app_runs_in_the_shell(
+    page: Page,
+    page_watch: PageWatch,
+    client_own_server: Client,
+    own_appserver: AppServerProcess,
+    screenshot: Screenshot,
+) -> None:
+    """The demo's signed Focus Timer, installed from the catalog, in a real surface."""
+    from lineup.demo import publish_sample_app
+
+    client = client_own_server
+    published = publish_sample_app(own_appserver.data_dir)
+    await client.runtime.delivery.trust_key(published.key)
+    await client.runtime.delivery.install("dev.lineup.focus-timer", "1.0.0")
+    await log_in(page, client)
+    app = {"id": "dev.lineup.focus-timer", "version": "1.0.0", "surface": "card"}
+    payload = {
+        "instance_id": "t1",
+        "app": {**app, "name": "Focus Timer"},
+        "state": {"minutes": 5, "label": "Focus"},
+    }
+    assert await agent_sends(client, "ui.open", payload) == 201
+    card = page.locator('.item.surface[data-instance-id="t1"]')
+    frame = card.frame_locator("iframe")
+    await expect(frame.get_by_role("button", name="Start")).to_be_visible()
+    await expect(frame.locator("body")).to_contain_text("5:00")
+    await frame.get_by_role("button", name="Start").click()
+    [started] = await agent_got(client, "ui.event")
+    assert started == {"instance_id": "t1", "event": "started", "data": {"minutes": 5}}
+    await expect(frame.get_by_role("button", name="Pause")).to_be_visible()
+    await screenshot("focus-timer-running")
+    await page.set_viewport_size({"width": 375, "height": 740})
+    await screenshot("focus-timer-running-375")
+    page_watch.assert_clean()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from lineup.protocol import MessageEnvelope
+from lineup.protocol import Envelope, MessageEnvelope, UiEventEnvelope
 from lineup.protocol.fields import MAX_TEXT_CHARS
 
 from .agent import Agent
@@ -27,6 +27,8 @@ HELP = """I am the LineUp demo agent. I understand:
 - `/dashboard`: I open the Task Dashboard and add a few tasks
 - `/whiteboard`: I open the Whiteboard and draw on it
 - `/game`: a round of Draw & Guess: I draw, you guess (`/game b`: you draw, I guess)
+- `/timer [minutes]`: a Focus Timer in the chat (25 minutes unless you say); it is a
+  signed app: install Focus Timer from Apps first
 - `/tour`: a guided tour of all of it
 - anything else: I say it back to you
 
@@ -36,6 +38,16 @@ page or restart the client, and nothing is lost or repeated."""
 
 WAIT = timedelta(minutes=5)
 COLOURS = {"blue": "Blue", "green": "Green", "orange": "Orange", "purple": "Purple"}
+
+FOCUS_TIMER_ID = "dev.lineup.focus-timer"
+"""The signed sample app ``lineup demo`` publishes (``/timer`` shows its ``card``)."""
+TIMER_SURFACE = "card"
+TIMER_PREFIX = "focus-timer."
+"""The instance ids of the timers this agent opens (``focus-timer.<message id>``)."""
+TIMER_MINUTES = 25
+MAX_TIMER_MINUTES = 600
+INVENTORY_WAIT = 10.0
+"""Seconds ``/timer`` waits for a first inventory when none is known yet."""
 
 
 def build_demo_agent(agent: Agent) -> Agent:
@@ -52,8 +64,12 @@ def build_demo_agent(agent: Agent) -> Agent:
         text = message.payload.text.strip()
         command, _, rest = text.partition(" ")
         reply_id = f"reply.{message.id}"[:128]
+        reply: str | None
         try:
-            reply = await _command(conversation, command, rest.strip())
+            if command == "/timer":
+                reply = await _timer(conversation, rest.strip(), f"{TIMER_PREFIX}{message.id}")
+            else:
+                reply = await _command(conversation, command, rest.strip())
         except Expired:
             reply = "You did not answer in time, so I let that question go."
         except Dismissed:
@@ -68,6 +84,20 @@ def build_demo_agent(agent: Agent) -> Agent:
             echoed = message.payload.text[: MAX_TEXT_CHARS - 16]
             reply = f"You said: {echoed}"
         await conversation.send_markdown(reply, reply_to=message.id, envelope_id=reply_id)
+
+    @agent.on_event("lineup.v1.ui.event")
+    async def surface_event(conversation: Conversation, envelope: Envelope) -> None:
+        if not isinstance(envelope, UiEventEnvelope):
+            return
+        event = envelope.payload
+        if event.event != "done" or not event.instance_id.startswith(TIMER_PREFIX):
+            return
+        minutes = event.data.get("minutes")
+        if isinstance(minutes, int) and not isinstance(minutes, bool) and minutes > 0:
+            text = f"Focus session done — {minutes} minute{'' if minutes == 1 else 's'}."
+        else:
+            text = "Focus session done."
+        await conversation.send_markdown(text, envelope_id=f"reply.{envelope.id}"[:128])
 
     return agent
 
@@ -119,6 +149,47 @@ async def _command(conversation: Conversation, command: str, rest: str) -> str |
     if (reply := await _capability(conversation, command, rest)) is not None:
         return reply
     return await _miniapp(conversation, command, rest)
+
+
+async def _timer(conversation: Conversation, rest: str, instance_id: str) -> str:
+    """Show the Focus Timer's card, at the version the person installed. The app is
+    delivered signed, so it is there only once the person installed it from Apps."""
+    minutes = TIMER_MINUTES
+    if rest:
+        # ASCII digits, and few of them: int() of a long string is slow or refused.
+        digits = rest.isascii() and rest.isdigit() and len(rest) <= 3
+        minutes = int(rest) if digits else 0
+        if not 1 <= minutes <= MAX_TIMER_MINUTES:
+            return f"Say `/timer` or `/timer MINUTES` (1 to {MAX_TIMER_MINUTES})."
+    inventory = conversation.inventory
+    if inventory is None:
+        try:
+            async with asyncio.timeout(INVENTORY_WAIT):
+                inventory = await conversation.latest_inventory()
+        except TimeoutError:
+            inventory = None
+    app = next(
+        (
+            a
+            for a in (inventory.applications if inventory else [])
+            if a.id == FOCUS_TIMER_ID and any(s.id == TIMER_SURFACE for s in a.surfaces)
+        ),
+        None,
+    )
+    if app is None:
+        return (
+            "The Focus Timer is not installed here (or it is disabled). Open **Apps** in the "
+            "top bar, install **Focus Timer** (a signed sample app), then type `/timer` again."
+        )
+    await conversation.open_surface(
+        FOCUS_TIMER_ID,
+        app.version,
+        instance_id=instance_id[:128],
+        surface=TIMER_SURFACE,
+        state={"minutes": minutes, "label": "Focus"},
+        name="Focus Timer",
+    )
+    return f"Here is a {minutes}-minute Focus Timer. Press Start when you are ready."
 
 
 async def _capability(conversation: Conversation, command: str, rest: str) -> str | None:
