@@ -28,6 +28,7 @@ __all__ = ["CatalogClient", "CatalogDocument", "catalog_security"]
 log = logging.getLogger("lineup.delivery")
 
 MAX_CATALOG_BYTES = 4 * 1024 * 1024
+_warned: set[str] = set()
 
 Security = Literal["production", "development"]
 
@@ -120,7 +121,8 @@ class CatalogClient:
         self._base_url = base_url.rstrip("/")
         self._token = token
         self._timeout = timeout
-        if self.security == "development":
+        if self.security == "development" and self._base_url not in _warned:
+            _warned.add(self._base_url)  # once per catalog and process, not every fetch
             log.warning("catalog over plain HTTP on loopback: development only")
 
     def _client(self) -> httpx.AsyncClient:

@@ -135,7 +135,8 @@ class AppEntry:
     enabled: bool
     versions: tuple[str, ...]
     unavailable: str | None = None
-    """Why the app has no version it may run (``revoked``, ``key_revoked``), or None."""
+    """Why the app has no version it may run (``version_revoked``, ``key_revoked``), or
+    None."""
 
 
 @dataclass(frozen=True, slots=True)
