@@ -11,6 +11,9 @@ import pytest
 
 from tests.support.appserver import AppServerProcess
 from tests.support.clients import Api, agent_api, login
+from tests.support.postgres import postgres_cluster, postgres_dsn
+
+__all__ = ["postgres_cluster", "postgres_dsn"]  # fixtures for every suite
 
 _names = itertools.count(1)
 

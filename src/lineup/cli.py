@@ -39,17 +39,67 @@ def main(log_level: str) -> None:
     default=None,
     help="Where the AppServer keeps its SQLite database [default: ~/.local/share/lineup/server].",
 )
+@click.option(
+    "--database",
+    envvar="LINEUP_DATABASE_URL",
+    default=None,
+    help="A postgresql:// URL (or $LINEUP_DATABASE_URL) [default: SQLite in the data dir].",
+)
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8765, show_default=True, type=int)
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="AppServer processes (more than 1 needs --database postgresql://...).",
+)
+@click.option(
+    "--pool-size",
+    default=10,
+    show_default=True,
+    type=click.IntRange(1, 500),
+    help="PostgreSQL connections per process at most (plus one for notifications).",
+)
 @click.pass_context
-def server(ctx: click.Context, data_dir: Path | None, host: str, port: int) -> None:
+def server(
+    ctx: click.Context,
+    data_dir: Path | None,
+    database: str | None,
+    host: str,
+    port: int,
+    workers: int,
+    pool_size: int,
+) -> None:
     """Run the AppServer, or manage its users and agents."""
-    ctx.obj = data_dir or default_data_dir("server")
-    if ctx.invoked_subcommand is None:
-        from .server.runner import build_server
+    from .server.runner import build_server, is_postgres, run_workers
 
-        click.echo(f"LineUp AppServer on http://{host}:{port} (data: {ctx.obj})", err=True)
-        build_server(ctx.obj, host=host, port=port).run()
+    ctx.obj = data_dir or default_data_dir("server")
+    if database is not None and not is_postgres(database):
+        raise click.BadParameter("a postgresql:// URL", param_hint="--database")
+    ctx.meta["lineup.database"] = database
+    if ctx.invoked_subcommand is not None:
+        return
+    engine = "PostgreSQL" if database else "SQLite"
+    click.echo(
+        f"LineUp AppServer on http://{host}:{port} ({engine}, {workers} process"
+        f"{'es' if workers > 1 else ''}; data: {ctx.obj})",
+        err=True,
+    )
+    if workers == 1:
+        build_server(ctx.obj, host=host, port=port, database=database, pool_size=pool_size).run()
+        return
+    if database is None:
+        raise click.UsageError("--workers above 1 needs --database postgresql://...")
+    run_workers(
+        ctx.obj, host=host, port=port, database=database, workers=workers, pool_size=pool_size
+    )
+
+
+def _database() -> str | None:
+    """The ``--database`` given to ``lineup server`` (its subcommands act on it)."""
+    value = click.get_current_context().find_root().meta.get("lineup.database")
+    return value if isinstance(value, str) else None
 
 
 @server.group()
@@ -73,7 +123,7 @@ def user_add(data_dir: Path, username: str, password: str | None) -> None:
     if password is None:
         password = getpass.getpass("Password: ")
     try:
-        user_id = asyncio.run(admin.add_user(data_dir, username, password))
+        user_id = asyncio.run(admin.add_user(data_dir, username, password, database=_database()))
     except admin.AdminError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"user {username} created (id {user_id})")
@@ -93,7 +143,9 @@ def agent_add(data_dir: Path, agent_id: str, name: str | None) -> None:
     from .server import admin
 
     try:
-        key = asyncio.run(admin.add_agent(data_dir, agent_id, name or agent_id))
+        key = asyncio.run(
+            admin.add_agent(data_dir, agent_id, name or agent_id, database=_database())
+        )
     except admin.AdminError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"agent {agent_id} created; its API key (shown once):")

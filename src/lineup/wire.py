@@ -88,7 +88,9 @@ class EnvelopePage(_Body, frozen=True):
 
 
 class Health(_Body, frozen=True):
-    status: Literal["ok", "starting", "stopping"]
+    status: Literal["ok", "starting", "stopping", "degraded"]
+    """``degraded``: serving, but the database's notification feed is being
+    re-established (a load balancer should prefer other processes meanwhile)."""
     schema_version: int = 0
 
 

@@ -1,4 +1,5 @@
-"""A real AppServer in its own process, on a loopback port, over a real SQLite file."""
+"""A real AppServer in its own process, on a loopback port, over a real SQLite file or
+a real PostgreSQL database (``database``), with one or several worker processes."""
 
 from __future__ import annotations
 
@@ -28,10 +29,20 @@ def free_port() -> int:
 
 
 class AppServerProcess:
-    def __init__(self, data_dir: Path, log_path: Path) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        log_path: Path,
+        *,
+        database: str | None = None,
+        workers: int = 1,
+        port: int | None = None,
+    ) -> None:
         self.data_dir = data_dir
         self.log_path = log_path
-        self.port = free_port()
+        self.database = database
+        self.workers = workers
+        self.port = port or free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -54,6 +65,8 @@ class AppServerProcess:
                 str(self.data_dir),
                 "--port",
                 str(self.port),
+                *(["--database", self.database] if self.database else []),
+                *(["--workers", str(self.workers)] if self.workers > 1 else []),
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -94,10 +107,12 @@ class AppServerProcess:
     # --- principals -----------------------------------------------------------------
 
     def add_user(self, username: str, password: str = "correct horse battery") -> str:
-        return _run_aside(admin.add_user(self.data_dir, username, password))
+        return _run_aside(admin.add_user(self.data_dir, username, password, database=self.database))
 
     def add_agent(self, agent_id: str) -> str:
-        return _run_aside(admin.add_agent(self.data_dir, agent_id, agent_id))
+        return _run_aside(
+            admin.add_agent(self.data_dir, agent_id, agent_id, database=self.database)
+        )
 
 
 def _copy_log(process: subprocess.Popen[bytes], log_path: Path, listening: threading.Event) -> None:

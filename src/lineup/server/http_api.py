@@ -241,6 +241,10 @@ async def readyz(request: Request) -> Response:
         return JSONResponse(
             wire.Health(status="stopping" if getattr(state, "stopping", False) else "starting"), 503
         )
+    if not getattr(state.service.storage, "ready", True):
+        return JSONResponse(
+            wire.Health(status="degraded", schema_version=state.schema_version), 503
+        )
     return JSONResponse(wire.Health(status="ok", schema_version=state.schema_version))
 
 

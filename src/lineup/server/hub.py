@@ -106,6 +106,18 @@ class Hub:
                 self._by_conversation.setdefault(record.id, set()).add(sub)
                 sub.offer_conversation(record)
 
+    def resync(self) -> None:
+        """Notifications may have been missed (storage lost its notification feed
+        for a while): every stream re-reads its conversations from its cursor, and
+        every long-poll looks again."""
+        for conversation_id, subs in self._by_conversation.items():
+            for sub in subs:
+                sub.lagging.add(conversation_id)
+                sub.wake.set()
+        for events in self._waiters.values():
+            for event in events:
+                event.set()
+
     @property
     def subscription_count(self) -> int:
         return len({s for subs in self._by_conversation.values() for s in subs})

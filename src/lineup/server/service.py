@@ -70,6 +70,7 @@ class AppServerService:
         self.members = MembershipCache()
         storage.on_commit(hub.publish)
         storage.on_conversation(hub.publish_conversation)
+        storage.on_resync(hub.resync)
 
     # --- credentials -----------------------------------------------------------------
 

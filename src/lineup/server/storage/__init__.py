@@ -14,6 +14,7 @@ from .base import (
     StoredEnvelope,
     UserRecord,
 )
+from .postgres import PostgresStorage
 from .sqlite import SQLiteStorage
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "AppendRequest",
     "AppendStatus",
     "ConversationRecord",
+    "PostgresStorage",
     "Principal",
     "SQLiteStorage",
     "Storage",

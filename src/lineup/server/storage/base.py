@@ -108,6 +108,12 @@ class Storage(Protocol):
 
     def on_conversation(self, listener: ConversationListener) -> None: ...
 
+    def on_resync(self, listener: Callable[[], None]) -> None:
+        """Called when commit notifications may have been missed (an engine whose
+        notifications travel over a connection that can drop); streams then re-read
+        from their cursors. SQLite's come from its own writer and are never missed."""
+        ...
+
     # users, agents, credentials
     async def create_user(self, user_id: str, username: str, password_hash: str) -> UserRecord: ...
 

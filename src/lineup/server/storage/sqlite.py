@@ -101,6 +101,9 @@ class SQLiteStorage:
     def on_conversation(self, listener: ConversationListener) -> None:
         self._conversation_listeners.append(listener)
 
+    def on_resync(self, listener: Callable[[], None]) -> None:
+        """Never called: commits are heard from this process's own writer."""
+
     def _batch_started(self) -> None:
         self._batch_time = _ts(self._clock())
 
