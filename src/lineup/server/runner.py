@@ -10,6 +10,7 @@ from pathlib import Path
 
 import uvicorn
 from starlette.applications import Starlette
+from uvicorn.supervisors import Multiprocess
 
 from lineup import logs
 from lineup.serving import EmbeddedServer, uvicorn_config
@@ -104,18 +105,11 @@ def run_workers(
     os.environ[_ENV_POOL_SIZE] = str(pool_size)
     os.environ.setdefault(_ENV_LOG_LEVEL, logging.getLevelName(logging.getLogger().level))
     config = uvicorn_config("lineup.server.runner:app_from_env", host=host, port=port)
-    uvicorn.run(
-        "lineup.server.runner:app_from_env",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        loop=config.loop,
-        http=config.http,
-        ws=config.ws,
-        lifespan="on",
-        access_log=False,
-        log_config=None,
-        ws_max_size=config.ws_max_size,
-        timeout_graceful_shutdown=config.timeout_graceful_shutdown,
-    )
+    config.factory = True
+    config.workers = workers
+    sock = config.bind_socket()
+    # Listen before the workers start: connections wait in the backlog until a worker
+    # accepts them (uvicorn's own supervisor leaves the socket unlistened, so clients
+    # and load balancers get "connection refused" while workers boot).
+    sock.listen(config.backlog)
+    Multiprocess(config, sockets=[sock]).run()

@@ -62,6 +62,8 @@ Clock = Callable[[], datetime]
 
 ENVELOPES_CHANNEL = "lineup_envelopes"
 CONVERSATIONS_CHANNEL = "lineup_conversations"
+LISTENER_NAME = "lineup-listen"
+"""The ``application_name`` of each process's LISTEN connection (for operators)."""
 _MIGRATION_LOCK = 0x6C696E65  # "line": one advisory lock id for schema migrations
 _RECONNECT_DELAYS = (0.1, 0.25, 0.5, 1.0, 2.0)
 _STATUS = {
@@ -117,6 +119,7 @@ class PostgresStorage:
         try:
             self._pool = await asyncpg.create_pool(
                 self.dsn,
+                server_settings={"application_name": "lineup-appserver"},
                 min_size=1,
                 max_size=self._pool_size,
                 command_timeout=self._command_timeout,
@@ -170,7 +173,9 @@ class PostgresStorage:
     # --- LISTEN ----------------------------------------------------------------------------
 
     async def _listen(self) -> None:
-        connection = await asyncpg.connect(self.dsn)
+        connection = await asyncpg.connect(
+            self.dsn, server_settings={"application_name": LISTENER_NAME}
+        )
         await connection.add_listener(ENVELOPES_CHANNEL, self._on_envelope)
         await connection.add_listener(CONVERSATIONS_CHANNEL, self._on_conversation)
         self._listener = connection
