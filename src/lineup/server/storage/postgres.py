@@ -72,7 +72,16 @@ _STATUS = {
     "conflict": AppendStatus.CONFLICT,
     "no_conversation": AppendStatus.NO_CONVERSATION,
 }
-_UNAVAILABLE = (asyncpg.PostgresConnectionError, asyncpg.InterfaceError, OSError)
+_UNAVAILABLE = (
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.exceptions.InsufficientResourcesError,  # too many connections, disk full
+    asyncpg.exceptions.OperatorInterventionError,  # shutting down, restarting
+    asyncpg.exceptions.QueryCanceledError,  # statement timeout
+    TimeoutError,
+    OSError,
+)
+"""Errors that mean "the database cannot serve now": 503, and retrying is safe."""
 
 ResyncListener = Callable[[], None]
 
@@ -105,7 +114,6 @@ class PostgresStorage:
         self._conversation_listeners: list[ConversationListener] = []
         self._resync_listeners: list[ResyncListener] = []
         self._chains: dict[str, asyncio.Future[AppendOutcome]] = {}
-        self._delivered: dict[str, int] = {}  # conversation -> highest seq handed on
         self._own_conversations: set[str] = set()
         self._pending: list[tuple[str, int, bytes | None]] = []
         self._waiting: set[str] = set()  # conversations with a body being read back
@@ -213,8 +221,6 @@ class PostgresStorage:
         except (IndexError, ValueError):
             log.warning("malformed notification ignored")
             return
-        if seq <= self._delivered.get(conversation_id, 0):
-            return  # ours, or already handed on
         body = None
         if len(parts) == 3:
             with contextlib.suppress(binascii.Error):
@@ -273,16 +279,11 @@ class PostgresStorage:
                 listener(record)
 
     def _deliver(self, items: Sequence[StoredEnvelope]) -> None:
-        fresh = []
-        for item in items:
-            if item.seq > self._delivered.get(item.conversation_id, 0):
-                self._delivered[item.conversation_id] = item.seq
-                fresh.append(item)
-        if not fresh:
+        if not items:
             return
         for listener in self._commit_listeners:
             try:
-                listener(fresh)
+                listener(items)
             except Exception:
                 log.exception("commit listener failed")
 
