@@ -6,17 +6,19 @@ import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import asyncpg
 import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 
 from lineup.protocol import MAX_ENVELOPE_BYTES, ErrorCode
-from lineup.server import SQLiteStorage, create_app
+from lineup.server import SQLiteStorage, auth, create_app
 from lineup.server.errors import HTTP_STATUS
 from lineup.server.http_api import ROUTES
+from lineup.server.storage import PostgresStorage, StorageError
 from tests.conftest import Pair
-from tests.support.appserver import AppServerProcess
+from tests.support.appserver import AppServerProcess, free_port
 
 EMITTED: dict[ErrorCode, str] = {}
 
@@ -135,6 +137,42 @@ async def test_unavailable(
     async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
         response = await http.get("/v1/me", headers={"Authorization": "Bearer lak_x"})
     expect(response, 503, ErrorCode.UNAVAILABLE)
+
+
+async def test_postgres_connections_dropped_by_the_database_are_replaced(
+    postgres_dsn: str,
+) -> None:
+    """The database drops every connection (a restart, a failover, an operator):
+    the pool replaces them and requests go on succeeding."""
+    storage = PostgresStorage(postgres_dsn, pool_size=2)
+    app = create_app(storage)
+    async with app.router.lifespan_context(app):
+        await storage.create_agent("a1", "agent", auth.secret_hash("lak_k"))
+        headers = {"Authorization": "Bearer lak_k"}
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+            assert (await http.get("/v1/conversations", headers=headers)).status_code == 200
+            connection = await asyncpg.connect(postgres_dsn)
+            try:
+                dropped = await connection.fetchval(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                    " WHERE application_name = 'lineup-appserver'"
+                    " AND datname = current_database()"
+                )
+            finally:
+                await connection.close()
+            assert dropped >= 1
+            statuses = [
+                (await http.get("/v1/conversations", headers=headers)).status_code for _ in range(3)
+            ]
+    assert statuses == [200, 200, 200]
+
+
+async def test_postgres_unreachable_at_start_is_a_storage_error() -> None:
+    port = free_port()  # nothing listens there
+    storage = PostgresStorage(f"postgresql://lineup@127.0.0.1:{port}/lineup")
+    with pytest.raises(StorageError, match="PostgreSQL is unavailable"):
+        await storage.open()
 
 
 async def test_internal_error(in_process: tuple[Starlette, SQLiteStorage]) -> None:
