@@ -1,6 +1,6 @@
 """AppServer ingest and scale-out benchmark: SQLite and PostgreSQL, one process or more.
 
-Run: ``.venv/bin/python benchmarks/appserver_ingest.py`` (about 3 minutes; see
+Run: ``.venv/bin/python benchmarks/appserver_ingest.py`` (about 2 minutes; see
 ``--help``, docs/benchmarks.md and benchmarks/appserver_scaleout.md). Everything
 runs on 127.0.0.1 inside a temporary directory that is removed at the end
 (``--keep`` keeps it); PostgreSQL is a private throwaway cluster started here
@@ -81,7 +81,7 @@ AGENT_ID = "bench-agent"
 USER_NAME = "bench-user"
 USER_PASSWORD = "bench-password"
 CONVERSATION_PREFIX = "bench-c"
-LATENCY_CONVERSATION = "bench-lat"
+LATENCY_PREFIX = "bench-lat"
 FANOUT_CONVERSATION = "bench-fan"
 HTTP_ID_PREFIX = "h"
 RAW_BATCH = 100
@@ -334,11 +334,22 @@ class WsResult:
     loader_cores: float
     server_cores: float
     db_cores: float
+    wall: float
     samples: list[str]
 
     @property
     def rate(self) -> float:
         return self.acked / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def server_us(self) -> float:
+        """AppServer CPU (all its processes) per acknowledged envelope, µs."""
+        return self.server_cores * self.wall / max(self.acked, 1) * 1e6
+
+    @property
+    def db_us(self) -> float:
+        """PostgreSQL CPU per acknowledged envelope, µs."""
+        return self.db_cores * self.wall / max(self.acked, 1) * 1e6
 
 
 def run_ws(
@@ -415,6 +426,7 @@ def run_ws(
         loader_cores=sum(r["cpu_seconds"] for r in results) / wall,
         server_cores=server_cores,
         db_cores=db_cores,
+        wall=wall,
         samples=samples,
     )
 
@@ -606,11 +618,13 @@ def start_cluster(fsync: bool) -> Any:
                     args += ["-c", f"{key}={value}"]
                 return real(args, **kwargs)
 
-            support.subprocess.Popen = popen  # type: ignore[assignment,misc]
+            # The helper starts postgres with subprocess.Popen (this same module):
+            # append our -c options to that one call.
+            subprocess.Popen = popen  # type: ignore[assignment,misc]
             try:
                 return bool(super()._launch(bin_dir, env, run_as, deadline))
             finally:
-                support.subprocess.Popen = real  # type: ignore[misc]
+                subprocess.Popen = real  # type: ignore[misc]
 
     cluster = BenchCluster.from_environment()
     cluster.start()
@@ -670,7 +684,8 @@ QUIET_APPEND = "bench_append_quiet"
 
 async def _raw_pg(dsn: str, function: str, conversations: list[str], seconds: float) -> int:
     """``connections`` loops, each appending to its own conversation one envelope at
-    a time with ``function`` (a prepared statement, one round trip per envelope)."""
+    a time with ``function`` (a prepared statement, one round trip and one commit per
+    envelope: what the AppServer's batching saves, it does not get here)."""
     pool = await asyncpg.create_pool(dsn, min_size=POOL_SIZE, max_size=POOL_SIZE)
     done = [0]
     stop = time.monotonic() + seconds
@@ -684,8 +699,8 @@ async def _raw_pg(dsn: str, function: str, conversations: list[str], seconds: fl
             while time.monotonic() < stop:
                 envelope_id = f"raw-{function}-{index}-{i}"
                 body = envelope_body(conversation_id, envelope_id, AGENT_ID)
-                row = await statement.fetchrow(
-                    conversation_id, envelope_id, "lineup.v1.message", "agent", body
+                row = await statement.fetchrow(  # one envelope per call
+                    conversation_id, [envelope_id], ["lineup.v1.message"], ["agent"], [body]
                 )
                 if row is None or row[0] != "stored":
                     raise BenchmarkError(f"{function} answered {row}")
@@ -773,7 +788,8 @@ def run_latency(
     cmd = [sys.executable, str(STREAM_CLIENTS), "latency", "--receive-port", str(receive_port)]
     cmd += ["--send-port", str(send_port), "--user-token", token]
     cmd += ["--agent-key", principals.agent_key, "--agent", AGENT_ID]
-    cmd += ["--conversation", LATENCY_CONVERSATION, "--rate", str(args.rate)]
+    conversations = [f"{LATENCY_PREFIX}{i}" for i in range(args.latency_conversations)]
+    cmd += ["--conversation", ",".join(conversations), "--rate", str(args.rate)]
     cmd += ["--duration", str(args.latency_seconds + args.latency_warmup)]
     cmd += ["--tag", name, "--out", str(out)]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -840,8 +856,14 @@ class HoldResult:
     p99_ms: float
     max_ms: float
     last_p50_ms: float
+    server_cpu_s: float
     problems: list[str]
     ok: bool
+
+    @property
+    def us_per_delivery(self) -> float:
+        """Server CPU per envelope frame written to a stream (includes the sends)."""
+        return self.server_cpu_s / max(self.delivered, 1) * 1e6
 
     @property
     def kib_per_stream(self) -> float:
@@ -882,6 +904,7 @@ def run_hold(
         time.sleep(1.0)  # let the server settle (frees, late tasks)
         rss_after = rss_kib(server_pid)
         sent_at: dict[int, float] = {}
+        cpu0 = process_cpu(server_pid)
         headers = {"Authorization": f"Bearer {principals.agent_key}"}
         path = f"/v1/conversations/{FANOUT_CONVERSATION}/envelopes"
         with httpx.Client(base_url=base, headers=headers, timeout=30) as client:
@@ -899,6 +922,7 @@ def run_hold(
                     if line != f"got {seq}":
                         raise BenchmarkError(f"hold client {index} said {line!r}")
                 time.sleep(0.05)
+        fanout_cpu = process_cpu(server_pid) - cpu0
         results = []
         for index, proc in enumerate(procs):
             assert proc.stdin is not None
@@ -950,6 +974,7 @@ def run_hold(
         p99_ms=percentile(times, 0.99) * 1000,
         max_ms=(times[-1] if times else math.nan) * 1000,
         last_p50_ms=percentile(last, 0.50) * 1000,
+        server_cpu_s=fanout_cpu,
         problems=problems,
         ok=delivered == expected and not lost and not dupes,
     )
@@ -978,11 +1003,21 @@ class ConfigResult:
             "engine": self.engine,
             "processes": self.processes,
             "layout": self.layout,
-            "ws": self.ws.__dict__ | {"rate": self.ws.rate, "stored": self.ws_stored},
+            "ws": self.ws.__dict__
+            | {
+                "rate": self.ws.rate,
+                "stored": self.ws_stored,
+                "server_us": self.ws.server_us,
+                "db_us": self.ws.db_us,
+            },
             "delivery": None if self.latency is None else self.latency.__dict__,
             "streams": None
             if self.hold is None
-            else self.hold.__dict__ | {"kib_per_stream": self.hold.kib_per_stream},
+            else self.hold.__dict__
+            | {
+                "kib_per_stream": self.hold.kib_per_stream,
+                "us_per_delivery": self.hold.us_per_delivery,
+            },
             "checks": dict(self.checks),
         }
         if self.http is not None:
@@ -1043,12 +1078,13 @@ def run_config(
     args: argparse.Namespace,
     engine: str,
     processes: int,
+    layout: str,
     database: str | None,
     postmaster: int | None,
     work: Path,
     profiler: Profiler,
 ) -> ConfigResult:
-    layout = "ports" if processes == 1 else args.pg_layout
+    layout = "ports" if processes == 1 else layout
     name = f"{engine}-x{processes}" + (f"-{layout}" if processes > 1 else "")
     data_dir = work / name
     log(f"{name}: principals, servers")
@@ -1058,9 +1094,8 @@ def run_config(
         meter = CpuMeter(pids, postmaster)
         base = f"http://127.0.0.1:{ports[0]}"
         conversations = [f"{CONVERSATION_PREFIX}{i}" for i in range(args.connections)]
-        create_conversations(
-            base, principals, [*conversations, LATENCY_CONVERSATION, FANOUT_CONVERSATION]
-        )
+        latency_ids = [f"{LATENCY_PREFIX}{i}" for i in range(args.latency_conversations)]
+        create_conversations(base, principals, [*conversations, *latency_ids, FANOUT_CONVERSATION])
         token = login(base)
         latency = None
         if args.rate > 0:
@@ -1165,7 +1200,8 @@ def print_report(args: argparse.Namespace, report: Report) -> dict[str, Any]:
     )
     print(
         f"WebSocket ingest: {args.connections} agent connections, window {args.window},"
-        f" {args.duration:g} s; delivery: {args.rate:g} envelopes/s for"
+        f" {args.duration:g} s; delivery: {args.rate:g} envelopes/s over"
+        f" {args.latency_conversations} conversations for"
         f" {args.latency_seconds:g} s (+{args.latency_warmup:g} s warm-up);"
         f" streams: {args.streams:,} on one process, {args.fanout} fan-outs"
     )
@@ -1190,7 +1226,8 @@ def print_report(args: argparse.Namespace, report: Report) -> dict[str, Any]:
         details = [
             f"  WebSocket: {c.ws.acked:,} acked / {c.ws_stored:,} stored in {c.ws.seconds:.2f} s;"
             f" CPU server {c.ws.server_cores:.2f} (all its processes), PostgreSQL"
-            f" {c.ws.db_cores:.2f}, loaders {c.ws.loader_cores:.2f}"
+            f" {c.ws.db_cores:.2f}, loaders {c.ws.loader_cores:.2f}; per envelope: server"
+            f" {c.ws.server_us:.0f} µs, PostgreSQL {c.ws.db_us:.0f} µs"
         ]
         if c.latency is not None:
             lat = c.latency
@@ -1204,8 +1241,8 @@ def print_report(args: argparse.Namespace, report: Report) -> dict[str, Any]:
             details.append(
                 f"  streams: {h.streams:,} opened and synced in {h.setup_seconds:.1f} s; RSS"
                 f" {h.rss_before_kib / 1024:.1f} -> {h.rss_after_kib / 1024:.1f} MiB;"
-                f" {h.delivered:,} deliveries; last stream per envelope p50"
-                f" {h.last_p50_ms:.1f} ms, max {h.max_ms:.1f} ms"
+                f" {h.delivered:,} deliveries, server CPU {h.us_per_delivery:.1f} µs each;"
+                f" last stream per envelope p50 {h.last_p50_ms:.1f} ms, max {h.max_ms:.1f} ms"
             )
         if c.http is not None:
             details.append(
@@ -1230,16 +1267,16 @@ def print_report(args: argparse.Namespace, report: Report) -> dict[str, Any]:
             f" {raw_pg.rate:,.0f}/s"
         )
     print()
-    by_name = {(c.engine, c.processes): c for c in report.configs}
+    by_name = {(c.engine, c.processes, c.layout): c for c in report.configs}
     ratios: dict[str, float] = {}
-    sqlite1 = by_name.get(("sqlite", 1))
-    pg1 = by_name.get(("postgres", 1))
+    sqlite1 = by_name.get(("sqlite", 1, "ports"))
+    pg1 = by_name.get(("postgres", 1, "ports"))
     pairs = []
     if sqlite1 and pg1:
         pairs.append(("PG x 1 / SQLite x 1", pg1, sqlite1))
-    for (engine, n), c in sorted(by_name.items()):
+    for (engine, n, layout), c in by_name.items():
         if engine == "postgres" and n > 1 and pg1:
-            pairs.append((f"PG x {n} / PG x 1", c, pg1))
+            pairs.append((f"PG x {n} ({layout}) / PG x 1", c, pg1))
     for title, a, b in pairs:
         values = {
             "ws_rate": ratio(a.ws.rate, b.ws.rate),
@@ -1353,9 +1390,7 @@ def run(args: argparse.Namespace, work: Path) -> tuple[Report, list[str]]:
     bare_stored = 0
     raw_pg: list[RawPgResult] = []
     if "sqlite" in engines:
-        if any(n > 1 for n in args.processes):
-            notes.append("SQLite runs one process only (x 1)")
-        sqlite = run_config(args, "sqlite", 1, None, None, work, profiler)
+        sqlite = run_config(args, "sqlite", 1, "ports", None, None, work, profiler)
         configs.append(sqlite)
         db = work / "sqlite-x1" / "appserver.sqlite3"
         log(f"raw sqlite3: the {sqlite.ws_stored:,} WebSocket rows, {RAW_BATCH} per commit")
@@ -1388,8 +1423,11 @@ def run(args: argparse.Namespace, work: Path) -> tuple[Report, list[str]]:
             version = pg_query(cluster.dsn("postgres"), "SHOW server_version")
             notes.append(f"PostgreSQL {version}, fsync={fsync}")
             for n in args.processes:
-                dsn = cluster.create_database()
-                configs.append(run_config(args, "postgres", n, dsn, postmaster, work, profiler))
+                for layout in args.pg_layout if n > 1 else ["ports"]:
+                    dsn = cluster.create_database()
+                    configs.append(
+                        run_config(args, "postgres", n, layout, dsn, postmaster, work, profiler)
+                    )
                 if n == 1 and args.raw_pg_seconds > 0:
                     log(f"raw lineup_append: {POOL_SIZE} connections, {args.raw_pg_seconds:g} s")
                     conversations = [f"{CONVERSATION_PREFIX}{i}" for i in range(POOL_SIZE)]
@@ -1426,6 +1464,13 @@ def process_list(text: str) -> list[int]:
     return values
 
 
+def layout_list(text: str) -> list[str]:
+    values = [part.strip() for part in text.split(",") if part.strip()]
+    if not values or any(v not in ("ports", "workers") for v in values):
+        raise argparse.ArgumentTypeError("ports, workers or ports,workers")
+    return values
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Durable envelopes/s, delivery latency and held streams of the LineUp"
@@ -1446,11 +1491,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--pg-layout",
-        choices=["ports", "workers"],
-        default="ports",
+        type=layout_list,
+        default=["ports"],
         help="several PostgreSQL processes as separate `lineup server` processes on their"
-        " own ports, so sender and receiver surely differ [ports], or one"
-        " `lineup server --workers N` on one port (the kernel spreads connections)",
+        " own ports, so sender and receiver surely differ [ports], and/or one"
+        " `lineup server --workers N` on one port (the kernel spreads connections):"
+        " ports, workers or ports,workers",
     )
     parser.add_argument(
         "--duration",
@@ -1479,6 +1525,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--latency-seconds", type=float, default=10.0, help="delivery latency: seconds [10]"
+    )
+    parser.add_argument(
+        "--latency-conversations",
+        type=int,
+        default=10,
+        help="delivery latency: conversations the rate is spread over, round robin [10]",
     )
     parser.add_argument(
         "--latency-warmup",

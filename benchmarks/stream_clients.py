@@ -4,10 +4,11 @@ Two modes, both bare asyncio protocols on uvloop (like ``ws_loader.py``), so tha
 client costs little next to the server:
 
 ``latency``
-    One user stream on ``--receive-port`` subscribed to ``--conversation``, and one
-    agent connection on ``--send-port``. After ``go`` on stdin, the agent sends
-    ``--rate`` envelopes per second for ``--duration`` seconds (paced by the event
-    loop's clock, pipelined: it never waits for acks). Each envelope is timed from
+    One user stream on ``--receive-port`` subscribed to the ``--conversation``
+    list, and one agent connection on ``--send-port``. After ``go`` on stdin, the
+    agent sends ``--rate`` envelopes per second for ``--duration`` seconds, round
+    robin over the conversations (paced by the event loop's clock, pipelined: it
+    never waits for acks). Each envelope is timed from
     the write of its frame to the moment the user stream reads it
     (``time.monotonic``, one clock). Output: one JSON line (counts, lateness of the
     sender, CPU) and the latencies in seconds as raw doubles in ``--out``.
@@ -58,6 +59,7 @@ class _Inner(msgspec.Struct):
 
 class _Frame(msgspec.Struct):
     op: str
+    conversation_id: str = ""
     seq: int = 0
     envelope: _Inner | None = None
     acks: list[dict[str, Any]] = []
@@ -168,10 +170,9 @@ async def open_stream(
     return stream
 
 
-def subscribe_frame(conversation_id: str, since: int) -> bytes:
-    return masked_frame(
-        json.dumps({"op": "subscribe", "cursors": {conversation_id: since}}).encode()
-    )
+def subscribe_frame(conversations: list[str], since: int) -> bytes:
+    cursors = dict.fromkeys(conversations, since)
+    return masked_frame(json.dumps({"op": "subscribe", "cursors": cursors}).encode())
 
 
 # --- latency ---------------------------------------------------------------------------------
@@ -180,15 +181,16 @@ def subscribe_frame(conversation_id: str, since: int) -> bytes:
 async def run_latency(args: argparse.Namespace, output: array[float]) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     total = int(args.rate * args.duration)
+    conversations = args.conversation.split(",")
     ids = [f"lat-{args.tag}-{i}" for i in range(total)]
     index_of = {envelope_id: i for i, envelope_id in enumerate(ids)}
     frames = [
         masked_frame(
             b'{"op":"send","envelope":'
-            + envelope_body(args.conversation, envelope_id, args.agent)
+            + envelope_body(conversations[i % len(conversations)], envelope_id, args.agent)
             + b"}"
         )
-        for envelope_id in ids
+        for i, envelope_id in enumerate(ids)
     ]
     sent_at = array("d", [math.nan]) * total
     received_at = array("d", [math.nan]) * total
@@ -196,7 +198,7 @@ async def run_latency(args: argparse.Namespace, output: array[float]) -> dict[st
     problems: list[str] = []
     synced = loop.create_future()
     all_in = loop.create_future()
-    last_seq = [0]
+    last_seq: dict[str, int] = {}
 
     def on_user_text(payload: bytes, now: float) -> None:
         frame = _decode_frame(payload)
@@ -204,9 +206,9 @@ async def run_latency(args: argparse.Namespace, output: array[float]) -> dict[st
             if not synced.done():
                 synced.set_result(None)
         elif frame.op == "envelope" and frame.envelope is not None:
-            if frame.seq <= last_seq[0]:
+            if frame.seq <= last_seq.get(frame.conversation_id, 0):
                 counts["out_of_order"] += 1
-            last_seq[0] = frame.seq
+            last_seq[frame.conversation_id] = frame.seq
             index = index_of.get(frame.envelope.id)
             if index is None:
                 return
@@ -236,7 +238,7 @@ async def run_latency(args: argparse.Namespace, output: array[float]) -> dict[st
                 problems.append(payload[:300].decode(errors="replace"))
 
     receiver = await open_stream(args.host, args.receive_port, args.user_token, on_user_text)
-    receiver.send(subscribe_frame(args.conversation, args.since))
+    receiver.send(subscribe_frame(conversations, args.since))
     await asyncio.wait_for(synced, 30)
     sender = await open_stream(args.host, args.send_port, args.agent_key, on_agent_text)
     print("ready", flush=True)
@@ -325,7 +327,7 @@ async def run_hold(args: argparse.Namespace, output: array[float]) -> dict[str, 
 
     streams: list[Stream] = []
     gate = asyncio.Semaphore(args.concurrency)
-    subscribe = subscribe_frame(args.conversation, args.since)
+    subscribe = subscribe_frame(args.conversation.split(","), args.since)
 
     async def one(index: int) -> Stream:
         async with gate:
@@ -373,7 +375,7 @@ def main() -> None:
     parser.add_argument("--user-token", required=True)
     parser.add_argument("--agent-key", default="")
     parser.add_argument("--agent", default="", help="the agent id (the envelopes' sender)")
-    parser.add_argument("--conversation", required=True)
+    parser.add_argument("--conversation", required=True, help="comma-separated ids")
     parser.add_argument("--since", type=int, default=0, help="the subscription's cursor")
     parser.add_argument("--rate", type=float, default=500.0)
     parser.add_argument("--duration", type=float, default=10.0)

@@ -27,6 +27,8 @@ class Subscription:
         self.pending: deque[StoredEnvelope] = deque()
         self.new_conversations: deque[ConversationRecord] = deque()
         self.lagging: set[str] = set()
+        self.conversations: set[str] = set()
+        """Where this subscription is registered in the hub (so leaving is cheap)."""
         self.wake = asyncio.Event()
 
     def offer(self, item: StoredEnvelope) -> None:
@@ -64,15 +66,19 @@ class Hub:
     def attach(self, sub: Subscription, conversation_ids: Iterable[str]) -> None:
         for conversation_id in conversation_ids:
             self._by_conversation.setdefault(conversation_id, set()).add(sub)
+            sub.conversations.add(conversation_id)
         if sub.follow_new:
             self._followers.setdefault(sub.principal, set()).add(sub)
 
     def detach(self, sub: Subscription) -> None:
-        for conversation_id in [c for c, subs in self._by_conversation.items() if sub in subs]:
-            subs = self._by_conversation[conversation_id]
+        for conversation_id in sub.conversations:  # its own, not every conversation's
+            subs = self._by_conversation.get(conversation_id)
+            if subs is None:
+                continue
             subs.discard(sub)
             if not subs:
                 del self._by_conversation[conversation_id]
+        sub.conversations.clear()
         followers = self._followers.get(sub.principal)
         if followers is not None:
             followers.discard(sub)
@@ -104,6 +110,7 @@ class Hub:
         for principal in (Principal("user", record.user_id), Principal("agent", record.agent_id)):
             for sub in list(self._followers.get(principal, ())):
                 self._by_conversation.setdefault(record.id, set()).add(sub)
+                sub.conversations.add(record.id)
                 sub.offer_conversation(record)
 
     def resync(self) -> None:

@@ -5,10 +5,10 @@ per ``(conversation_id, envelope_id)``, gap-free sequence numbers per conversati
 the same outcomes and errors. What differs is how other processes learn of commits:
 
 * **Appends** call ``lineup_append`` (migration 0001): one round trip that locks the
-  conversation row, checks the envelope id, inserts at ``last_seq + 1`` and sends a
-  ``NOTIFY`` that PostgreSQL delivers at commit. Appends of one conversation are
-  issued in call order by this process (a chain per conversation); different
-  conversations run in parallel on the pool.
+  conversation row and, for each queued envelope in order, checks its id, inserts it
+  at the next number and sends a ``NOTIFY`` that PostgreSQL delivers at commit. Each
+  conversation has one writer task per process that stores everything queued for it
+  in one call (group commit per conversation); conversations run in parallel.
 * **Delivery, in this process and across processes,** uses ``LISTEN``: one dedicated
   connection per process hears every commit (conversation, number and, for bodies up
   to 5,000 bytes, the body) and hands it to the commit listeners (the hub). A process
@@ -66,6 +66,9 @@ LISTENER_NAME = "lineup-listen"
 """The ``application_name`` of each process's LISTEN connection (for operators)."""
 _MIGRATION_LOCK = 0x6C696E65  # "line": one advisory lock id for schema migrations
 _RECONNECT_DELAYS = (0.1, 0.25, 0.5, 1.0, 2.0)
+MAX_BATCH = 256
+MAX_BATCH_BYTES = 4 * 1024 * 1024
+"""One ``lineup_append`` call stores at most this many envelopes / bytes."""
 _STATUS = {
     "stored": AppendStatus.STORED,
     "duplicate": AppendStatus.DUPLICATE,
@@ -113,7 +116,8 @@ class PostgresStorage:
         self._commit_listeners: list[CommitListener] = []
         self._conversation_listeners: list[ConversationListener] = []
         self._resync_listeners: list[ResyncListener] = []
-        self._chains: dict[str, asyncio.Future[AppendOutcome]] = {}
+        self._queued: dict[str, list[tuple[AppendRequest, asyncio.Future[AppendOutcome]]]] = {}
+        self._writers: dict[str, asyncio.Task[None]] = {}
         self._own_conversations: set[str] = set()
         self._pending: list[tuple[str, int, bytes | None]] = []
         self._waiting: set[str] = set()  # conversations with a body being read back
@@ -150,9 +154,9 @@ class PostgresStorage:
             self._listen_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._listen_task
-        chains = list(self._chains.values())
-        if chains:
-            await asyncio.gather(*chains, return_exceptions=True)
+        writers = list(self._writers.values())
+        if writers:  # in-flight sends finish before the pool closes
+            await asyncio.gather(*writers, return_exceptions=True)
         if self._listener is not None:
             with contextlib.suppress(*_UNAVAILABLE):
                 await self._listener.close(timeout=5)
@@ -454,40 +458,52 @@ class PostgresStorage:
         return await self.append_nowait(request)
 
     def append_nowait(self, request: AppendRequest) -> asyncio.Future[AppendOutcome]:
-        """Queue the append now: appends to one conversation run in call order (each
-        waits for the one before it), appends to different conversations in
-        parallel."""
+        """Queue the append now. Each conversation has one writer task here: it
+        stores whatever is queued for its conversation in one call (one transaction,
+        one commit), in call order, then the next run; conversations run in
+        parallel on the pool. This is SQLite's group commit, per conversation."""
         conversation_id = request.conversation_id
-        before = self._chains.get(conversation_id)
-        task = asyncio.ensure_future(self._append_after(before, request))
-        self._chains[conversation_id] = task
+        outcome: asyncio.Future[AppendOutcome] = asyncio.get_running_loop().create_future()
+        self._queued.setdefault(conversation_id, []).append((request, outcome))
+        if conversation_id not in self._writers:
+            self._writers[conversation_id] = asyncio.create_task(self._write(conversation_id))
+        return outcome
 
-        def forget(done: asyncio.Future[AppendOutcome]) -> None:
-            if self._chains.get(conversation_id) is done:
-                del self._chains[conversation_id]
-
-        task.add_done_callback(forget)
-        return task
-
-    async def _append_after(
-        self, before: asyncio.Future[AppendOutcome] | None, request: AppendRequest
-    ) -> AppendOutcome:
-        if before is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(before)
-        row = await self._fetchrow(
-            "SELECT status, seq FROM lineup_append($1, $2, $3, $4, $5)",
-            request.conversation_id,
-            request.envelope_id,
-            request.type,
-            request.sender_kind,
-            request.body,
-        )
-        assert row is not None
-        # Commit listeners hear this envelope from its notification, like every other
-        # process: notifications come in commit order, which for one conversation is
-        # sequence order (the row lock), so every process hears each one once, in order.
-        return AppendOutcome(_STATUS[row[0]], int(row[1]))
+    async def _write(self, conversation_id: str) -> None:
+        try:
+            while queue := self._queued.get(conversation_id):
+                size, count = 0, 0
+                for request, _ in queue:
+                    if count and (count >= MAX_BATCH or size + len(request.body) > MAX_BATCH_BYTES):
+                        break
+                    size += len(request.body)
+                    count += 1
+                batch, queue[:count] = queue[:count], []
+                try:
+                    rows = await self._fetch(
+                        "SELECT status, seq FROM lineup_append($1, $2, $3, $4, $5)",
+                        conversation_id,
+                        [r.envelope_id for r, _ in batch],
+                        [r.type for r, _ in batch],
+                        [r.sender_kind for r, _ in batch],
+                        [r.body for r, _ in batch],
+                    )
+                except Exception as exc:  # each caller gets it (StorageError: 503)
+                    for _, outcome in batch:
+                        if not outcome.done():
+                            outcome.set_exception(exc)
+                    continue
+                # Commit listeners hear these from their notifications, like every
+                # other process: notifications come in commit order, which for one
+                # conversation is sequence order (the row lock), so every process
+                # hears each envelope once, in order.
+                for (_, outcome), row in zip(batch, rows, strict=True):
+                    if not outcome.done():
+                        outcome.set_result(AppendOutcome(_STATUS[row[0]], int(row[1])))
+        finally:
+            del self._writers[conversation_id]
+            if not self._queued.get(conversation_id):
+                self._queued.pop(conversation_id, None)
 
     async def read_since(
         self, conversation_id: str, since: int, limit: int

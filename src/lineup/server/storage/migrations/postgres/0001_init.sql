@@ -55,46 +55,54 @@ CREATE TABLE envelopes (
     UNIQUE (conversation_id, envelope_id)
 );
 
--- Store one envelope: 'stored' with its new sequence number, 'duplicate' (same id,
--- same bytes: the original number), 'conflict' (same id, other bytes) or
--- 'no_conversation'. The conversation row lock serializes writers of one
--- conversation across processes. The notification (sent at commit) carries the
--- conversation, the number and, when small, the body (base64), so other processes
--- can deliver it without reading it back.
+-- Store a run of envelopes of one conversation, in order, in one transaction: for
+-- each, 'stored' with its new sequence number, 'duplicate' (same id, same bytes: the
+-- original number), 'conflict' (same id, other bytes) or 'no_conversation'. The
+-- conversation row lock serializes writers of one conversation across processes.
+-- Each stored envelope sends a notification (delivered at commit) with the
+-- conversation, the number and, when small, the body (base64), so every process can
+-- deliver it without reading it back.
 CREATE FUNCTION lineup_append(
-    p_conversation TEXT, p_envelope TEXT, p_type TEXT, p_sender TEXT, p_body BYTEA
+    p_conversation TEXT, p_envelopes TEXT[], p_types TEXT[], p_senders TEXT[], p_bodies BYTEA[]
 ) RETURNS TABLE (status TEXT, seq BIGINT) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
 DECLARE
-    v_last BIGINT;
-    v_seq  BIGINT;
-    v_body BYTEA;
+    v_last  BIGINT;
+    v_found BIGINT;
+    v_body  BYTEA;
+    i       INTEGER;
 BEGIN
     SELECT c.last_seq INTO v_last FROM conversations c WHERE c.id = p_conversation FOR UPDATE;
     IF NOT FOUND THEN
-        RETURN QUERY SELECT 'no_conversation'::TEXT, 0::BIGINT;
+        RETURN QUERY SELECT 'no_conversation'::TEXT, 0::BIGINT
+            FROM generate_series(1, cardinality(p_envelopes));
         RETURN;
     END IF;
-    SELECT e.seq, e.body INTO v_seq, v_body FROM envelopes e
-        WHERE e.conversation_id = p_conversation AND e.envelope_id = p_envelope;
-    IF FOUND THEN
-        IF v_body = p_body THEN
-            RETURN QUERY SELECT 'duplicate'::TEXT, v_seq;
-        ELSE
-            RETURN QUERY SELECT 'conflict'::TEXT, v_seq;
+    FOR i IN 1 .. cardinality(p_envelopes) LOOP
+        SELECT e.seq, e.body INTO v_found, v_body FROM envelopes e
+            WHERE e.conversation_id = p_conversation AND e.envelope_id = p_envelopes[i];
+        IF FOUND THEN
+            status := CASE WHEN v_body = p_bodies[i] THEN 'duplicate' ELSE 'conflict' END;
+            seq := v_found;
+            RETURN NEXT;
+            CONTINUE;
         END IF;
-        RETURN;
-    END IF;
-    v_seq := v_last + 1;
-    INSERT INTO envelopes (conversation_id, seq, envelope_id, type, sender_kind, body, received_at)
-        VALUES (p_conversation, v_seq, p_envelope, p_type, p_sender, p_body, now());
-    UPDATE conversations SET last_seq = v_seq WHERE id = p_conversation;
-    PERFORM pg_notify(
-        'lineup_envelopes',
-        p_conversation || ' ' || v_seq || CASE
-            WHEN octet_length(p_body) <= 5000
-            THEN ' ' || translate(encode(p_body, 'base64'), E'\n', '')
-            ELSE '' END
-    );
-    RETURN QUERY SELECT 'stored'::TEXT, v_seq;
+        v_last := v_last + 1;
+        INSERT INTO envelopes (conversation_id, seq, envelope_id, type, sender_kind, body,
+                               received_at)
+            VALUES (p_conversation, v_last, p_envelopes[i], p_types[i], p_senders[i],
+                    p_bodies[i], now());
+        PERFORM pg_notify(
+            'lineup_envelopes',
+            p_conversation || ' ' || v_last || CASE
+                WHEN octet_length(p_bodies[i]) <= 5000
+                THEN ' ' || translate(encode(p_bodies[i], 'base64'), E'\n', '')
+                ELSE '' END
+        );
+        status := 'stored';
+        seq := v_last;
+        RETURN NEXT;
+    END LOOP;
+    UPDATE conversations SET last_seq = v_last WHERE id = p_conversation;
 END
 $$;
