@@ -218,6 +218,31 @@ async def test_reconnects_after_an_appserver_kill_and_delivers_what_was_queued(
     await pair.agent.aclose()
 
 
+async def test_starts_while_the_appserver_is_down_and_sends_once_it_is_up(
+    own_appserver: AppServerProcess, tmp_path: Path
+) -> None:
+    """Found by the crash harness: a Runtime (re)started while the AppServer was down
+    used to end its sync loop at once (the conversation list could not be fetched)."""
+    pair = await make_pair(own_appserver)
+    runtime = await logged_in(own_appserver, pair, tmp_path)
+    await runtime.open_conversation(pair.agent.id, conversation_id=pair.conversation_id)
+    await runtime.send_message(pair.conversation_id, "queued before the start")
+    own_appserver.kill()
+    log = EventLog(runtime)
+    task = asyncio.create_task(runtime.run())
+    await log.until(lambda: runtime.state == "reconnecting")
+    assert not task.done()
+    own_appserver.start()
+    await log.until(lambda: runtime.state == "connected")
+    await log.until_async(outbox_empty(runtime))
+    await runtime.stop()
+    await asyncio.wait_for(task, 15)
+    assert await agent_texts(pair) == ["queued before the start"]
+    await runtime.close()
+    await pair.user.aclose()
+    await pair.agent.aclose()
+
+
 async def test_refused_sends_fail_visibly_and_can_be_retried(
     pair: Pair, appserver: AppServerProcess, tmp_path: Path
 ) -> None:

@@ -343,10 +343,20 @@ class Runtime:
         return ConversationInfo(record.id, record.agent_id, record.title, 0)
 
     async def _sync_conversation_list(self) -> None:
-        async with self._http() as http:
-            response = await http.get("/v1/conversations")
+        """Learn the conversations the AppServer has for this user. Best effort: with
+        the AppServer down or failing, the Runtime starts anyway (its outbox waits,
+        and the stream announces conversations once it connects)."""
+        try:
+            async with self._http() as http:
+                response = await http.get("/v1/conversations")
+        except httpx.HTTPError as exc:
+            log.warning("conversation list not fetched", extra={"error": type(exc).__name__})
+            return
         if response.status_code == 401:
             raise AuthenticationFailed("the AppServer refused the stored session")
+        if response.status_code != 200:
+            log.warning("conversation list not fetched", extra={"status": response.status_code})
+            return
         listing = msgspec.json.decode(response.content, type=wire.ConversationList)
         for record in listing.conversations:
             await self.store.upsert_conversation(record.id, record.agent_id, record.title)
