@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import log_canary
 from tests.support.appserver import AppServerProcess
 from tests.support.clients import Api, agent_api, login
 from tests.support.postgres import postgres_cluster, postgres_dsn
@@ -25,6 +26,19 @@ def _private_state_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("XDG_STATE_HOME", str(root / "state"))
         patch.setenv("XDG_DATA_HOME", str(root / "data"))
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _log_hygiene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[log_canary.Guard]:
+    """No canary or secret in any log line, AppServer log or audit row (issue 11)."""
+    with log_canary.guard(tmp_path_factory.getbasetemp()) as guard:
+        yield guard
+
+
+@pytest.fixture(autouse=True)
+def _log_hygiene_per_test(_log_hygiene: log_canary.Guard) -> Iterator[None]:
+    with _log_hygiene.test():
         yield
 
 

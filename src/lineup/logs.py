@@ -37,6 +37,6 @@ def configure(level: str = "INFO") -> None:
 def quiet_libraries() -> None:
     """These libraries trace whole frames and requests at DEBUG, bodies included:
     keep them at INFO or above whatever our own level is."""
-    for noisy in ("websockets", "httpx", "httpcore", "uvicorn.access"):
+    for noisy in ("websockets", "httpx", "httpcore", "uvicorn.access", "markdown_it", "asyncio"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     logging.getLogger("uvicorn.error").setLevel(max(logging.INFO, logging.getLogger().level))

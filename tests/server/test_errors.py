@@ -143,7 +143,8 @@ async def test_postgres_connections_dropped_by_the_database_are_replaced(
     postgres_dsn: str,
 ) -> None:
     """The database drops every connection (a restart, a failover, an operator):
-    the pool replaces them and requests go on succeeding."""
+    a request that meets a dead connection answers 503 (retry is safe), and the pool
+    replaces the connections, so the requests after it succeed."""
     storage = PostgresStorage(postgres_dsn, pool_size=2)
     app = create_app(storage)
     async with app.router.lifespan_context(app):

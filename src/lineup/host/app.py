@@ -310,6 +310,10 @@ class WebHost:
                 message_text = str(exc).splitlines()[0][:200]
                 await outbox.put(_encode(channel.ChannelError("invalid_request", message_text)))
                 continue
+            except RecursionError:  # found by fuzzing: it used to close the tab's channel
+                error = channel.ChannelError("invalid_request", "JSON nests too deeply")
+                await outbox.put(_encode(error))
+                continue
             if isinstance(frame, channel.CapabilityFrame):
                 for answer in await capabilities.answer(frame):
                     await outbox.put(answer)

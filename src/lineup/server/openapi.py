@@ -19,10 +19,19 @@ def _json(ref: str) -> dict[str, Any]:
 
 
 def _errors(*statuses: int) -> dict[str, Any]:
-    return {
+    responses: dict[str, Any] = {
         str(status): {"description": "error", "content": {"application/json": {"schema": _ERROR}}}
         for status in statuses
     }
+    if "429" in responses:  # too many attempts: when to try again
+        responses["429"]["description"] = "rate_limited: too many attempts"
+        responses["429"]["headers"] = {
+            "Retry-After": {
+                "description": "seconds until another attempt is accepted",
+                "schema": {"type": "integer", "minimum": 0},
+            }
+        }
+    return responses
 
 
 def _op(
@@ -139,6 +148,7 @@ def build_openapi() -> dict[str, Any]:
                 {"200": {"description": "token", "content": _json("LoginResponse")}},
                 400,
                 401,
+                429,
                 body="LoginRequest",
                 auth=False,
             )

@@ -83,6 +83,9 @@ _UNAVAILABLE = (
     asyncpg.exceptions.QueryCanceledError,  # statement timeout
     TimeoutError,
     OSError,
+    # A connection the database dropped while the pool held it can surface as an
+    # internal protocol-state error on its next use; the pool then replaces it.
+    asyncpg.exceptions.InternalClientError,
 )
 """Errors that mean "the database cannot serve now": 503, and retrying is safe."""
 
