@@ -45,7 +45,7 @@ from typing import Any
 import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ws_loader import envelope_body, masked_frame
+from ws_loader import envelope_body, masked_frame, split_frames
 
 try:
     import uvloop
@@ -120,28 +120,9 @@ class Stream(asyncio.Protocol):
 
     def _read_frames(self) -> None:
         buf = self.buffer
-        size = len(buf)
-        pos = 0
         now = time.monotonic()
-        while size - pos >= 2:
-            opcode = buf[pos] & 0x0F
-            length = buf[pos + 1] & 0x7F
-            start = pos + 2
-            if length == 126:
-                if size - pos < 4:
-                    break
-                length = int.from_bytes(buf[pos + 2 : pos + 4], "big")
-                start = pos + 4
-            elif length == 127:
-                if size - pos < 10:
-                    break
-                length = int.from_bytes(buf[pos + 2 : pos + 10], "big")
-                start = pos + 10
-            end = start + length
-            if end > size:
-                break
-            payload = bytes(buf[start:end])
-            pos = end
+        frames, pos = split_frames(buf)
+        for opcode, payload in frames:
             if opcode == 0x1:
                 self.on_text(payload, now)
             elif opcode == 0x9:

@@ -70,6 +70,34 @@ def envelope_body(conversation_id: str, envelope_id: str, agent_id: str) -> byte
     ).encode()
 
 
+def split_frames(buf: bytearray) -> tuple[list[tuple[int, bytes]], int]:
+    """The complete (unmasked, server-to-client) frames at the start of ``buf`` as
+    (opcode, payload), and how many bytes they took."""
+    frames: list[tuple[int, bytes]] = []
+    size = len(buf)
+    pos = 0
+    while size - pos >= 2:
+        opcode = buf[pos] & 0x0F
+        length = buf[pos + 1] & 0x7F
+        start = pos + 2
+        if length == 126:
+            if size - pos < 4:
+                break
+            length = int.from_bytes(buf[pos + 2 : pos + 4], "big")
+            start = pos + 4
+        elif length == 127:
+            if size - pos < 10:
+                break
+            length = int.from_bytes(buf[pos + 2 : pos + 10], "big")
+            start = pos + 10
+        end = start + length
+        if end > size:
+            break
+        frames.append((opcode, bytes(buf[start:end])))
+        pos = end
+    return frames, pos
+
+
 def masked_frame(payload: bytes, opcode: int = 0x1) -> bytes:
     """One complete client frame (FIN set), masked with a fresh random key."""
     n = len(payload)
@@ -154,29 +182,10 @@ class LoadConnection(asyncio.Protocol):
 
     def _read_frames(self) -> None:
         buf = self.buffer
-        size = len(buf)
-        pos = 0
         acks = 0
         now = time.monotonic()
-        while size - pos >= 2:
-            opcode = buf[pos] & 0x0F
-            length = buf[pos + 1] & 0x7F
-            start = pos + 2
-            if length == 126:
-                if size - pos < 4:
-                    break
-                length = int.from_bytes(buf[pos + 2 : pos + 4], "big")
-                start = pos + 4
-            elif length == 127:
-                if size - pos < 10:
-                    break
-                length = int.from_bytes(buf[pos + 2 : pos + 10], "big")
-                start = pos + 10
-            end = start + length
-            if end > size:
-                break
-            payload = bytes(buf[start:end])
-            pos = end
+        frames, pos = split_frames(buf)
+        for opcode, payload in frames:
             if opcode == 0x1:
                 acks += self._on_text(payload, now)
             elif opcode == 0x9:

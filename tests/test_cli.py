@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 
 from tests.support.appserver import free_port
+from tests.support.demo_process import running_demo
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,33 +50,7 @@ def test_user_and_agent_add_and_their_errors(tmp_path: Path) -> None:
 
 def test_demo_prints_how_to_talk_and_the_agent_answers(tmp_path: Path) -> None:
     port, web_port, surface_port = free_port(), free_port(), free_port()
-    demo = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "lineup",
-            "demo",
-            "--data-dir",
-            str(tmp_path),
-            "--port",
-            str(port),
-            "--web-port",
-            str(web_port),
-            "--surface-port",
-            str(surface_port),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert demo.stdout is not None
-        lines: list[str] = []
-        while not any("Press Ctrl-C" in line for line in lines):
-            line = demo.stdout.readline()
-            assert line, "the demo exited before it was ready"
-            lines.append(line)
-        output = "".join(lines)
+    with running_demo(tmp_path, port, web_port, surface_port) as output:
         password = re.search(r"LINEUP_PASSWORD=(\S+)", output)
         assert password, output
         assert f"http://127.0.0.1:{port}" in output
@@ -105,12 +80,6 @@ def test_demo_prints_how_to_talk_and_the_agent_answers(tmp_path: Path) -> None:
         assert texts[0].startswith("Hello!")
         assert texts[1] == "You said: hello demo"
         assert "/help" in texts[2]
-    finally:
-        demo.terminate()
-        code = demo.wait(timeout=20)
-        if demo.stdout is not None:
-            demo.stdout.close()
-    assert code == 0
 
 
 def _agent_texts(port: int, password: str, *, wanted: int) -> list[str]:

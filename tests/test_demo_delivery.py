@@ -10,8 +10,6 @@ import logging
 import re
 import shutil
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -42,6 +40,7 @@ from tests.conftest import Pair, make_pair
 from tests.runtime.test_runtime import EventLog, logged_in
 from tests.runtime.test_runtime import running as runtime_running
 from tests.support.appserver import AppServerProcess, free_port
+from tests.support.demo_process import running_demo
 
 VERSION = "1.0.0"
 BANNER_LINE = "A signed sample app (Focus Timer) is in the catalog: open Apps to install it."
@@ -123,21 +122,7 @@ def start_demo(data_dir: Path, ports: tuple[int, int, int]) -> tuple[str, str]:
     """Run ``lineup demo`` until its banner, then stop it; the banner and the catalog
     its AppServer serves (the Runtime keeps its session: same ports every start)."""
     port, web_port, surface_port = ports
-    demo = subprocess.Popen(
-        [sys.executable, "-m", "lineup", "demo", "--data-dir", str(data_dir), "--port",
-         str(port), "--web-port", str(web_port), "--surface-port", str(surface_port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )  # fmt: skip
-    try:
-        assert demo.stdout is not None
-        lines: list[str] = []
-        while not any("Press Ctrl-C" in line for line in lines):
-            line = demo.stdout.readline()
-            assert line, "the demo exited before it was ready"
-            lines.append(line)
-        banner = "".join(lines)
+    with running_demo(data_dir, port, web_port, surface_port) as banner:
         url = f"http://127.0.0.1:{port}"
         password = re.search(r"LINEUP_PASSWORD=(\S+)", banner)
         assert password, banner
@@ -145,12 +130,6 @@ def start_demo(data_dir: Path, ports: tuple[int, int, int]) -> tuple[str, str]:
         assert login.status_code == 200, login.text
         headers = {"Authorization": f"Bearer {login.json()['token']}"}
         catalog = httpx.get(url + "/v1/catalog", headers=headers).json()
-    finally:
-        demo.terminate()
-        code = demo.wait(timeout=20)
-        if demo.stdout is not None:
-            demo.stdout.close()
-    assert code == 0
     return banner, msgspec.json.encode(catalog).decode()
 
 

@@ -14,8 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,20 +23,17 @@ import pytest
 from websockets.asyncio.client import ClientConnection
 
 from lineup.agent import Agent, CapabilityRejected, Conversation
-from lineup.client import Backoff
-from lineup.host.serve import build_host_server, run_client
 from lineup.logs import quiet_libraries
 from lineup.protocol import MessageEnvelope
-from lineup.runtime import Runtime
 from lineup.runtime.runtime import STORE_FILE
 from tests.conftest import Pair
 from tests.support import log_canary
-from tests.support.appserver import AppServerProcess, free_port
+from tests.support.appserver import AppServerProcess
 from tests.support.browser_interactions import chat_id
 from tests.support.clients import agent_api, login
 from tests.support.host_channel import hello, tab
 from tests.support.sdk_agent import running_agent
-from tests.support.webhost import Client
+from tests.support.webhost import serving
 
 WAIT = 20
 USER = "hygiene"
@@ -113,29 +109,6 @@ class Frames:
         return next(c for c in frame["calls"] if c["call_id"] == call_id)
 
 
-@asynccontextmanager
-async def serving(
-    server: AppServerProcess, pair: Pair, password: str, data_dir: Path
-) -> AsyncIterator[Client]:
-    """``tests.support.webhost.serving`` with the user's own (canary) password."""
-    runtime = Runtime(data_dir, backoff=Backoff(base=0.05, cap=0.3))
-    await runtime.open()
-    session = await runtime.login(server.url, pair.user_name, password)
-    log_canary.register(session.token)
-    port = free_port()
-    web, host_server = build_host_server(
-        runtime, server_url=server.url, port=port, surface_port=free_port()
-    )
-    task = asyncio.create_task(run_client(runtime, host_server, agent_id=pair.agent.id))
-    await asyncio.wait_for(runtime.ready.wait(), 15)
-    try:
-        yield Client(runtime, web, f"http://127.0.0.1:{port}", pair)
-    finally:
-        await runtime.stop()
-        await asyncio.wait_for(task, 15)
-        await runtime.close()
-
-
 async def test_no_canary_reaches_a_log_line_the_appserver_log_or_an_audit_row(
     own_appserver: AppServerProcess, tmp_path: Path, recorded: log_canary.Recorder
 ) -> None:
@@ -172,8 +145,9 @@ async def test_no_canary_reaches_a_log_line_the_appserver_log_or_an_audit_row(
         made.on_message(on_message)
         return made
 
-    async with serving(own_appserver, pair, password, tmp_path / "runtime") as client:
-        secrets.append(client.runtime.session.token if client.runtime.session else "")
+    async with serving(own_appserver, pair, tmp_path / "runtime", password=password) as client:
+        assert client.runtime.session is not None
+        secrets.append(log_canary.register(client.runtime.session.token))
         # The Web Host's login form, with a wrong password.
         async with httpx.AsyncClient(base_url=client.url) as http:
             form = await http.post(

@@ -21,8 +21,9 @@ import pytest
 
 from lineup import wire
 from lineup.server.storage.postgres import LISTENER_NAME
+from tests.server.test_stream import collect
 from tests.support.appserver import AppServerProcess
-from tests.support.clients import Api, Stream, agent_api, envelope, login
+from tests.support.clients import Api, agent_api, envelope, login
 from tests.support.postgres import PostgresCluster
 
 
@@ -64,15 +65,6 @@ def text_of(frame: wire.EnvelopeFrame) -> str:
     return str(msgspec.json.decode(bytes(frame.envelope))["payload"]["text"])
 
 
-async def frames(stream: Stream, count: int) -> list[wire.EnvelopeFrame]:
-    found: list[wire.EnvelopeFrame] = []
-    while len(found) < count:
-        frame = await asyncio.wait_for(stream.next(), timeout=15)
-        if isinstance(frame, wire.EnvelopeFrame):
-            found.append(frame)
-    return found
-
-
 async def test_an_envelope_sent_to_one_process_streams_from_the_other(
     users: tuple[Api, Api, str],
 ) -> None:
@@ -82,7 +74,7 @@ async def test_an_envelope_sent_to_one_process_streams_from_the_other(
         await stream.until(wire.Synced)
         for i in range(50):
             await agent.send_text(conversation_id, f"m{i}")  # on B
-        got = await frames(stream, 50)
+        got = await collect(stream, 50)
         assert [f.seq for f in got] == list(range(1, 51))
         assert [text_of(f) for f in got] == [f"m{i}" for i in range(50)]
         # A conversation the agent opens on B is announced on A's stream.
@@ -109,7 +101,7 @@ async def test_a_process_killed_mid_stream_loses_nothing_and_repeats_nothing(
                 await sends.send(body)
             for _ in range(20):
                 await sends.ack()
-            received = await frames(stream, 10)
+            received = await collect(stream, 10)
             cluster.a.kill()  # mid-stream, with sends in flight
     cursor = received[-1].seq
     # The agent resends everything it has no acknowledgement for... to B, and the rest.
@@ -119,7 +111,7 @@ async def test_a_process_killed_mid_stream_loses_nothing_and_repeats_nothing(
     alice_on_b = Api(cluster.b.url, alice.secret, alice.id, "user")
     async with alice_on_b.stream() as stream:  # Alice resumes on B from her cursor
         await stream.subscribe({conversation_id: cursor})
-        received += await frames(stream, 120 - cursor)
+        received += await collect(stream, 120 - cursor)
     seqs = [f.seq for f in received]
     assert seqs == list(range(1, 121)), "lost or repeated"
     stored = await agent_on_b.read_all(conversation_id)
@@ -150,7 +142,7 @@ async def test_a_lost_notification_feed_is_caught_up_from_the_cursor(
         assert killed == 2  # A's and B's notification feeds
         for i in range(20):  # sent while the feeds are down or coming back
             await agent.send_text(conversation_id, f"gap{i}")
-        got = await frames(stream, 20)
+        got = await collect(stream, 20)
     assert [f.seq for f in got] == list(range(1, 21))
     assert [text_of(f) for f in got] == [f"gap{i}" for i in range(20)]
     assert "postgres listener lost" in cluster.a.log_text()
@@ -188,7 +180,7 @@ async def test_workers_share_one_port_and_stop_gracefully(
             for i in range(10):
                 await robot.send_text(conversation_id, f"w{i}")
             for stream in streams:
-                assert [f.seq for f in await frames(stream, 10)] == list(range(1, 11))
+                assert [f.seq for f in await collect(stream, 10)] == list(range(1, 11))
         async with httpx.AsyncClient() as http:
             ready = await http.get(server.url + "/readyz")
         assert ready.status_code == 200

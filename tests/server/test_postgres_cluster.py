@@ -87,7 +87,10 @@ async def test_private_cluster_listens_only_on_loopback(
     postgres_cluster: PostgresCluster,
 ) -> None:
     if postgres_cluster.external:
-        pytest.skip("LINEUP_TEST_POSTGRES names an existing server, not a private cluster")
+        pytest.skip(
+            "LINEUP_TEST_POSTGRES points the suite at an existing server: no private"
+            " cluster was started, so there is no listener of ours to check"
+        )
     assert postgres_cluster.port is not None
     if sys.platform == "linux":
         assert _listening(postgres_cluster.port) == {"127.0.0.1"}

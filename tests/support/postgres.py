@@ -345,48 +345,45 @@ class PostgresCluster:
             "max_connections": "400",
             "shared_buffers": "64MB",
             "logging_collector": "off",
-            "log_min_messages": "warning",
+            "log_min_messages": "log",  # "ready to accept connections" is a LOG line
         }
         args = [str(bin_dir / "postgres"), "-D", str(self.data_dir)]
         for key, value in settings.items():
             args += ["-c", f"{key}={value}"]
         in_main_thread = threading.current_thread() is threading.main_thread()
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                args,
-                cwd=self.root,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # Ctrl-C in the terminal goes to pytest, not here
-                preexec_fn=(
-                    _die_with_parent(os.getpid())
-                    if in_main_thread and sys.platform == "linux"
-                    else None
-                ),
-                **run_as,
-            )
-        pid_file = self.data_dir / "postmaster.pid"
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                log_text = self.log_path.read_text(errors="replace")
-                self.process = None
-                if "could not bind" in log_text or "already in use" in log_text:
-                    self.log_path.write_text("")
-                    return False
-                self.stop()
-                raise RuntimeError(f"postgres exited at start:\n{log_text}")
-            # pg_ctl -w's own test: the pid file names this process and says "ready".
-            with contextlib.suppress(OSError):
-                lines = pid_file.read_text().splitlines()
-                if (
-                    len(lines) >= 8
-                    and lines[0].strip() == str(self.process.pid)
-                    and lines[7].strip() == "ready"
-                ):
-                    return True
-            time.sleep(0.01)
+        self.process = subprocess.Popen(
+            args,
+            cwd=self.root,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # Ctrl-C in the terminal goes to pytest, not here
+            preexec_fn=(
+                _die_with_parent(os.getpid())
+                if in_main_thread and sys.platform == "linux"
+                else None
+            ),
+            **run_as,
+        )
+        # The server says when it is ready (the same moment pg_ctl -w waits for); its
+        # output is copied to the log file for as long as it runs.
+        ready = threading.Event()
+        threading.Thread(
+            target=_copy_output, args=(self.process, self.log_path, ready), daemon=True
+        ).start()
+        if ready.wait(max(0.0, deadline - time.monotonic())):
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=0)  # reaps it if the output ended with it
+            if self.process.poll() is None:
+                return True
+            log_text = self.log_path.read_text(errors="replace")
+            self.process = None
+            if "could not bind" in log_text or "already in use" in log_text:
+                self.log_path.write_text("")
+                return False
+            self.stop()
+            raise RuntimeError(f"postgres exited at start:\n{log_text}")
         log_text = self.log_path.read_text(errors="replace")
         self.stop()
         raise RuntimeError(f"postgres did not become ready in time:\n{log_text}")
@@ -429,6 +426,21 @@ class PostgresCluster:
         return self._admin.call(
             self._admin.fetch_column("SELECT datname FROM pg_database ORDER BY datname")
         )
+
+
+def _copy_output(process: subprocess.Popen[bytes], log_path: Path, ready: threading.Event) -> None:
+    """Copy the server's output to its log; set ``ready`` when it accepts connections,
+    or when its output ends (it exited: the caller looks at why)."""
+    assert process.stdout is not None
+    with process.stdout, log_path.open("ab") as log:
+        for line in process.stdout:
+            log.write(line)
+            log.flush()
+            if b"ready to accept connections" in line:
+                ready.set()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=10)
+    ready.set()
 
 
 def _ident(name: str) -> str:

@@ -61,11 +61,12 @@ async def serving(
     data_dir: Path,
     *,
     clock: Callable[[], datetime] | None = None,
+    password: str = "correct horse battery",
 ) -> AsyncIterator[Client]:
     """A logged-in Runtime (on ``clock`` when given) and its Web Host, synced."""
     runtime = Runtime(data_dir, clock=clock, backoff=Backoff(base=0.05, cap=0.3))
     await runtime.open()
-    await runtime.login(server.url, pair.user_name, "correct horse battery")
+    await runtime.login(server.url, pair.user_name, password)
     port = free_port()
     web, host_server = build_host_server(
         runtime, server_url=server.url, port=port, surface_port=free_port()

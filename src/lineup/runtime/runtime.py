@@ -14,7 +14,7 @@ import contextlib
 import logging
 import os
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -502,10 +502,7 @@ class Runtime:
         ``lineup.v1.ui.event`` (``close`` also ends the surface). Raises
         ``ui_surfaces.UiEventRefused`` with a stable code."""
         outcome = await self.store.ui_event(conversation_id, instance_id, name, data)
-        for envelope_id in outcome.changed:
-            item = await self.store.item(conversation_id, envelope_id)
-            if item is not None:
-                self._emit(TimelineChanged(item))
+        await self._rows_changed((conversation_id, e) for e in outcome.changed)
         for outgoing in outcome.outbox:
             self._start_send(outgoing)
 
@@ -538,7 +535,11 @@ class Runtime:
         return CatalogClient(self.session.server_url, self.session.token)
 
     async def _surfaces_ended(self, ended: list[tuple[str, str, OutboxItem]]) -> None:
-        for conversation_id, envelope_id, _ in ended:
+        await self._rows_changed((c, e) for c, e, _ in ended)
+
+    async def _rows_changed(self, rows: Iterable[tuple[str, str]]) -> None:
+        """Tell hosts these timeline rows (conversation id, envelope id) changed."""
+        for conversation_id, envelope_id in rows:
             item = await self.store.item(conversation_id, envelope_id)
             if item is not None:
                 self._emit(TimelineChanged(item))

@@ -26,8 +26,6 @@ import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import msgspec
-
 from lineup.delivery.cache import VerifiedCache
 from lineup.delivery.catalog import CatalogDocument
 from lineup.delivery.errors import DeliveryError, DeliveryErrorCode
@@ -442,16 +440,14 @@ def _offers(conn: sqlite3.Connection) -> dict[str, Offer]:
     """The newest installable release the catalog offers, per app."""
     current = trust(conn)
     best: dict[str, Offer] = {}
-    for app_id, version, body in conn.execute(
-        "SELECT app_id, version, release FROM catalog_releases"
-    ).fetchall():
-        release = msgspec.json.decode(bytes(body))
-        key_id = release.get("key_id", "")
-        if key_id in current.revoked or _revoked_version(conn, app_id, version):
+    for (body,) in conn.execute("SELECT release FROM catalog_releases").fetchall():
+        release = decode_release(bytes(body))
+        app_id, version = release.app_id, release.version
+        if release.key_id in current.revoked or _revoked_version(conn, app_id, version):
             continue
         held = best.get(app_id)
         if held is None or compare_semver(version, held.version) > 0:
-            best[app_id] = Offer(app_id, version, key_id, tuple(release.get("permissions", [])))
+            best[app_id] = Offer(app_id, version, release.key_id, tuple(release.permissions))
     return best
 
 

@@ -14,11 +14,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import Enum
 from typing import Literal, Protocol
 
 PrincipalKind = Literal["user", "agent"]
+
+Clock = Callable[[], datetime]
+"""Where an engine reads the time (injected in tests)."""
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,9 +32,9 @@ import binascii
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from importlib import resources
-from typing import Any, TypeVar
+from typing import Any
 
 import asyncpg
 
@@ -47,18 +47,18 @@ from .base import (
     AppendOutcome,
     AppendRequest,
     AppendStatus,
+    Clock,
     CommitListener,
     ConversationListener,
     ConversationRecord,
     Principal,
     StoredEnvelope,
     UserRecord,
+    utcnow,
 )
 
 log = logging.getLogger("lineup.server.storage")
 
-T = TypeVar("T")
-Clock = Callable[[], datetime]
 
 ENVELOPES_CHANNEL = "lineup_envelopes"
 CONVERSATIONS_CHANNEL = "lineup_conversations"
@@ -92,10 +92,6 @@ _UNAVAILABLE = (
 ResyncListener = Callable[[], None]
 
 
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
 class PostgresStorage:
     """AppServer storage on PostgreSQL at ``dsn``; ``pool_size`` connections per
     process at most (plus one for ``LISTEN``)."""
@@ -104,7 +100,7 @@ class PostgresStorage:
         self,
         dsn: str,
         *,
-        clock: Clock = _utcnow,
+        clock: Clock = utcnow,
         pool_size: int = 10,
         command_timeout: float = 30.0,
     ) -> None:

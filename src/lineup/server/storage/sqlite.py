@@ -27,22 +27,19 @@ from .base import (
     AppendOutcome,
     AppendRequest,
     AppendStatus,
+    Clock,
     CommitListener,
     ConversationListener,
     ConversationRecord,
     Principal,
     StoredEnvelope,
     UserRecord,
+    utcnow,
 )
 
 log = logging.getLogger("lineup.server.storage")
 
 T = TypeVar("T")
-Clock = Callable[[], datetime]
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def _ts(value: datetime) -> str:
@@ -60,7 +57,7 @@ class SQLiteStorage:
         self,
         path: str | Path,
         *,
-        clock: Clock = _utcnow,
+        clock: Clock = utcnow,
         batch_max: int = 1024,
         readers: int = 4,
     ) -> None:
