@@ -84,13 +84,13 @@ class Asking:
         call_id: str | None,
         app_session_id: str | None,
     ) -> ToolResult:
+        """Send one interactive ``tool.call`` (arguments checked first: ``ValueError``,
+        nothing sent) and return its single result; retried once, under a derived call
+        id, when the Runtime's inventory moved on meanwhile."""
         context = None
         if app_session_id is not None:
             check_id(app_session_id, "app_session_id")
             context = AppSessionContext(app_session_id=app_session_id)
-        """Send one interactive ``tool.call`` (arguments checked first: ``ValueError``,
-        nothing sent) and return its single result; retried once, under a derived call
-        id, when the Runtime's inventory moved on meanwhile."""
         conversation_id = self._conversation.id
         if call_id is None:
             call_id = next_call_id(conversation_id)

@@ -116,8 +116,12 @@ class Connection:
                     additional_headers=self._headers,
                     max_size=1024 * 1024,
                     open_timeout=10,
-                    ping_interval=20,
-                    ping_timeout=20,
+                    # A link that died without a FIN is noticed within 10-20 s.
+                    ping_interval=10,
+                    ping_timeout=10,
+                    # Closing is final for us: never wait long for the server's echo
+                    # (it may not read the close frame behind our own pipelined sends).
+                    close_timeout=2,
                 ) as ws:
                     await self._session(ws)
             except InvalidStatus as exc:
