@@ -171,6 +171,9 @@ class AppSurfaces:
                 extra={"instance_id": instance_id, "method": frame.method, "code": refused.code},
             )
             return _refused(frame, refused.code, refused.message)
+        except Exception:  # a bug answers this request; it never drops the tab's channel
+            log.exception("app request failed", extra={"method": frame.method})
+            return _refused(frame, "internal_error", "the request failed")
         return channel.AppReply(mount_id=frame.mount_id, id=frame.id, ok=True, result=result)
 
     # --- closing -----------------------------------------------------------------------------

@@ -190,7 +190,9 @@ export function mountSurface(container, { url, instanceId, mountId }, callbacks 
       return onAppRequest(message);
     }
     if (!isPlainObject(message) || message.namespace !== NAMESPACE) return reject("namespace");
-    const fields = Object.hasOwn(FIELDS, message.type) ? FIELDS[message.type] : null;
+    // A string only: hasOwn would coerce ["event"] to "event" (found by fuzzing).
+    const type = typeof message.type === "string" ? message.type : null;
+    const fields = type !== null && Object.hasOwn(FIELDS, type) ? FIELDS[type] : null;
     if (fields === null) return reject("unknown_type");
     if (!hasExactly(message, fields)) return reject("malformed");
     if (message.instance_id !== instanceId) return reject("instance_mismatch");

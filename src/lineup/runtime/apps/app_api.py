@@ -229,7 +229,10 @@ class AppApi:
         assert call_id is not None
         assert code is not None
         message = _text(params, "message", optional=True)
-        receipt = await self._tools.app_fail(caller.record.instance_id, call_id, code, message)
+        try:
+            receipt = await self._tools.app_fail(caller.record.instance_id, call_id, code, message)
+        except ValueError as exc:  # found by fuzzing: it used to drop the tab's channel
+            raise AppApiError("request_invalid", "code must be an error code") from exc
         return _receipt(receipt)
 
     async def _cancel(self, caller: _Caller, params: dict[str, Any]) -> Any:
