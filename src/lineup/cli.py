@@ -8,10 +8,14 @@ import getpass
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from . import logs
+
+if TYPE_CHECKING:
+    from .delivery.keys import PublicKey
 
 
 def default_data_dir(name: str) -> Path:
@@ -183,12 +187,34 @@ main.add_command(miniapp_group, "miniapp")
     type=int,
     help="Surface origin port (MiniApp surfaces).  [default: the Web Host port + 1]",
 )
+@click.option(
+    "--desktop", is_flag=True, help="Show the shell in a desktop window (the desktop extra)."
+)
 def demo(
-    data_dir: Path | None, host: str, port: int, web_port: int, surface_port: int | None
+    data_dir: Path | None,
+    host: str,
+    port: int,
+    web_port: int,
+    surface_port: int | None,
+    desktop: bool,
 ) -> None:
     """Run AppServer, demo agent, Runtime and Web Host; print the login link."""
     from .demo import run_demo
 
+    if desktop:
+        from .desktop.launch import MissingDesktopExtra, desktop_demo
+
+        try:
+            status = desktop_demo(
+                data_dir or default_data_dir("demo"),
+                host=host,
+                port=port,
+                web_port=web_port,
+                surface_port=surface_port,
+            )
+        except MissingDesktopExtra as exc:
+            raise click.ClickException(str(exc)) from None
+        sys.exit(status)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(
             run_demo(
@@ -203,11 +229,32 @@ def demo(
 
 # --- lineup client -----------------------------------------------------------------------------
 
-
-@main.command()
-@click.option(
+_server_option = click.option(
     "--server", "server_url", required=True, help="The AppServer, e.g. https://lineup.example."
 )
+_agent_option = click.option(
+    "--agent", "agent_id", default=None, help="Open a conversation with this agent after login."
+)
+_trust_option = click.option(
+    "--trust",
+    "trust",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A publisher's public key file (NAME.pub.json) to trust for signed MiniApps; repeatable.",
+)
+
+
+def _trusted_keys(paths: tuple[Path, ...]) -> list[PublicKey]:
+    from .delivery.keys import load_public_key
+
+    try:
+        return [load_public_key(path) for path in paths]
+    except ValueError as exc:
+        raise click.ClickException(f"--trust: {exc}") from None
+
+
+@main.command()
+@_server_option
 @click.option(
     "--data-dir",
     type=click.Path(path_type=Path),
@@ -222,16 +269,8 @@ def demo(
     type=int,
     help="Surface origin port (MiniApp surfaces).  [default: the Web Host port + 1]",
 )
-@click.option(
-    "--agent", "agent_id", default=None, help="Open a conversation with this agent after login."
-)
-@click.option(
-    "--trust",
-    "trust",
-    multiple=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A publisher's public key file (NAME.pub.json) to trust for signed MiniApps; repeatable.",
-)
+@_agent_option
+@_trust_option
 def client(
     server_url: str,
     data_dir: Path | None,
@@ -242,13 +281,9 @@ def client(
     trust: tuple[Path, ...],
 ) -> None:
     """Run your Runtime and the Web Host against an AppServer; log in in the browser."""
-    from .delivery.keys import load_public_key
     from .host.serve import run_standalone
 
-    try:
-        keys = [load_public_key(path) for path in trust]
-    except ValueError as exc:
-        raise click.ClickException(f"--trust: {exc}") from None
+    keys = _trusted_keys(trust)
 
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(
@@ -262,6 +297,49 @@ def client(
                 trusted_keys=keys,
             )
         )
+
+
+# --- lineup desktop ---------------------------------------------------------------------------
+
+
+@main.command()
+@_server_option
+@click.option(
+    "--data-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="[default: ~/.local/share/lineup/client, the same as lineup client]",
+)
+@click.option("--port", default=None, type=int, help="Web Host port.  [default: a free one]")
+@click.option(
+    "--surface-port", default=None, type=int, help="Surface origin port.  [default: a free one]"
+)
+@_agent_option
+@_trust_option
+def desktop(
+    server_url: str,
+    data_dir: Path | None,
+    port: int | None,
+    surface_port: int | None,
+    agent_id: str | None,
+    trust: tuple[Path, ...],
+) -> None:
+    """Your Runtime and the shell in a desktop window (a second launch focuses it)."""
+    from .desktop.launch import MissingDesktopExtra, desktop_client
+
+    keys = _trusted_keys(trust)
+    try:
+        status = desktop_client(
+            data_dir or default_data_dir("client"),
+            server_url=server_url.rstrip("/"),
+            port=port,
+            surface_port=surface_port,
+            agent_id=agent_id,
+            trusted_keys=keys,
+        )
+    except MissingDesktopExtra as exc:
+        raise click.ClickException(str(exc)) from None
+    sys.exit(status)
 
 
 # --- lineup chat -----------------------------------------------------------------------------

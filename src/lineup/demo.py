@@ -14,6 +14,7 @@ import logging
 import os
 import secrets
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -34,6 +35,7 @@ from .delivery.keys import (
 )
 from .delivery.publisher import pack_bundle
 from .delivery.release import Release, encode_release
+from .host.native import NativeHost
 from .host.serve import build_host_server, run_client
 from .runtime import Runtime
 from .server import admin
@@ -160,17 +162,29 @@ async def trust_sample_publisher(runtime: Runtime, key: PublicKey) -> bool:
 
 
 async def run_demo(
-    data_dir: Path, *, host: str, port: int, web_port: int, surface_port: int | None = None
+    data_dir: Path,
+    *,
+    host: str,
+    port: int,
+    web_port: int,
+    surface_port: int | None = None,
+    stop: asyncio.Event | None = None,
+    on_ready: Callable[[str], None] | None = None,
+    native: NativeHost | None = None,
 ) -> None:
-    """AppServer, demo agent, Runtime and Web Host in one process, until Ctrl-C."""
+    """AppServer, demo agent, Runtime and Web Host in one process, until Ctrl-C (or
+    until ``stop`` is set, when given: then signals are the caller's). ``on_ready``
+    gets the one-time login link once everything serves (``lineup demo --desktop``
+    opens it in the window); ``native``: the desktop host's providers."""
     credentials = await ensure_demo_accounts(data_dir)
     sample = publish_sample_app(data_dir)  # before the Runtime's first catalog fetch
     server = build_server(data_dir, host=host, port=port, embedded=True)
     url = f"http://{host}:{port}"
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    if stop is None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
     runtime = Runtime(data_dir / "runtime")
     await runtime.open()
     offered = await trust_sample_publisher(runtime, sample.key) and sample.published
@@ -189,7 +203,12 @@ async def run_demo(
             if runtime.session is None:
                 await runtime.login(url, credentials["username"], credentials["password"])
             web, web_server = build_host_server(
-                runtime, server_url=url, host=host, port=web_port, surface_port=surface_port
+                runtime,
+                server_url=url,
+                host=host,
+                port=web_port,
+                surface_port=surface_port,
+                native=native,
             )
             client_task = tg.create_task(
                 run_client(runtime, web_server, agent_id=credentials["agent_id"], bundled_apps=True)
@@ -198,7 +217,10 @@ async def run_demo(
             link = await web.sessions.create("link")
             web_url = f"http://{host}:{web_port}"
             click.echo(_banner(credentials, url, web_url, link, data_dir, sample=offered))
+            if on_ready is not None:
+                on_ready(f"{web_url}/login/link?code={link}")
             await stop.wait()
+            await runtime.drain()
             await runtime.stop()
             await client_task
             await agent.stop()

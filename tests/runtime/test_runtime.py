@@ -152,6 +152,24 @@ async def test_messages_queued_offline_leave_in_order_when_the_runtime_runs(
     await runtime.close()
 
 
+async def test_drain_waits_for_every_ack_and_gives_up_while_not_in_sync(
+    pair: Pair, appserver: AppServerProcess, tmp_path: Path
+) -> None:
+    runtime = await logged_in(appserver, pair, tmp_path)
+    await runtime.open_conversation(pair.agent.id, conversation_id=pair.conversation_id)
+    await runtime.send_message(pair.conversation_id, "queued before the sync")
+    assert not await runtime.drain(within=5)  # not in sync: nothing to wait for
+    assert len(await runtime.store.outbox()) == 2  # the inventory and the message
+    async with running(runtime):
+        for n in range(20):
+            await runtime.send_message(pair.conversation_id, f"before the stop {n}")
+        assert await runtime.drain(within=30)
+        assert await runtime.store.outbox() == []
+    texts = await agent_texts(pair)
+    assert texts == ["queued before the sync"] + [f"before the stop {n}" for n in range(20)]
+    await runtime.close()
+
+
 async def test_a_sigkilled_runtime_sends_each_queued_message_once_in_order(
     appserver: AppServerProcess, tmp_path: Path
 ) -> None:

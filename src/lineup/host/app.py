@@ -45,6 +45,7 @@ from . import channel
 from .app_centre import AppCentreHost, AppCentreTab
 from .app_surfaces import AppSurfaces
 from .capabilities import CapabilityTab, HostCapabilities
+from .native import NativeHost
 from .sessions import COOKIE, SESSION_TTL, HostSessions
 from .surface import SurfaceOrigin
 from .views import apps_view, group_view, in_group, item_view
@@ -112,7 +113,9 @@ class WebHost:
         server_url: str,
         allowed_hosts: Iterable[str],
         surface_port: int | None = None,
+        native: NativeHost | None = None,
     ) -> None:
+        """``native``: a desktop host's providers (``lineup.host.native``)."""
         self.runtime = runtime
         self.server_url = server_url
         self.allowed_hosts = frozenset(allowed_hosts)
@@ -121,7 +124,7 @@ class WebHost:
         """The surface origin: mounted surface documents, each served once."""
         self.app_surfaces = AppSurfaces(runtime, self.surfaces)
         """App instances' surfaces: mounts, SDK requests, taking them down on close."""
-        self.capabilities = HostCapabilities(runtime)
+        self.capabilities = HostCapabilities(runtime, native)
         """Capability calls: the consent dialog's frames, providers, uploads, downloads."""
         self.app_centre = AppCentreHost(runtime)
         """The App centre: installed and offered apps, install/update/enable/remove."""

@@ -9,7 +9,9 @@ runs in the shell is claimed by the deciding tab in the same step, so the provid
 inside the click's user activation (``window.open``, the file chooser). Calls approved
 without a dialog (``display_only``, remembered consent) are run by the first tab that
 claims them; the gateway's claim is first-wins. Only the tab that claimed a call may
-report its outcome, and only it gets the one-time token the file upload needs.
+report its outcome, and only it gets the one-time token the file upload needs. In a
+desktop host, a claimed call that its native providers handle runs there instead
+(``lineup.host.native``), with the call's stored arguments, and is finished here.
 
 Logs name ids, capability names, codes and sizes: never a reason, an argument, a URL,
 a text, a file name or a file's bytes.
@@ -47,6 +49,7 @@ from lineup.runtime.capabilities.gateway import (
 )
 
 from . import channel
+from .native import NativeHost, NativeOutcome
 
 __all__ = ["PROVIDED", "CapabilityTab", "HostCapabilities", "artifact_headers"]
 
@@ -105,8 +108,11 @@ def _artifact_calls(conn: sqlite3.Connection, conversation_id: str) -> dict[str,
 class HostCapabilities:
     """The Web Host's side of the capability gateway (one per ``WebHost``)."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, native: NativeHost | None = None) -> None:
         self.runtime = runtime
+        self.native = native
+        """A desktop host's providers (``None`` in a browser: the tabs run everything)."""
+        self._native_runs: set[asyncio.Task[None]] = set()
         self._upload_tokens: dict[CallKey, str] = {}
         """``device.pick_file`` calls claimed here -> the claiming tab's upload token."""
         runtime.subscribe(self._on_event)
@@ -114,9 +120,59 @@ class HostCapabilities:
     async def start(self) -> None:
         """Attach: the Runtime declares these capabilities from now on."""
         await self.runtime.capabilities.provide(PROVIDED)
+        if self.native is not None:
+            self.native.attach(self.runtime)
 
     def tab(self, outbox: asyncio.Queue[bytes]) -> CapabilityTab:
         return CapabilityTab(self, outbox)
+
+    # --- native providers (a desktop host) ----------------------------------------------------
+
+    def runs_natively(self, call: CapabilityCall) -> bool:
+        return self.native is not None and self.native.handles(call.capability)
+
+    def run_native(self, call: CapabilityCall, tab: CapabilityTab) -> None:
+        """Run a call the tab just claimed with the native provider, in the background;
+        a provider that declines hands it to the tab after all."""
+        task = asyncio.create_task(self._run_native(call, tab))
+        self._native_runs.add(task)
+        task.add_done_callback(self._native_runs.discard)
+
+    async def _run_native(self, call: CapabilityCall, tab: CapabilityTab) -> None:
+        assert self.native is not None
+        key, name = call.key, call.capability
+        try:
+            outcome = await self.native.run(name, msgspec.json.decode(call.arguments))
+        except Exception:  # a provider's bug ends the call, never the host
+            log.exception("native provider failed", extra={"capability": name})
+            outcome = NativeOutcome(code="provider_failed")
+        if outcome is None:
+            tab.claimed.add(key)
+            view = msgspec.structs.asdict(call_view(call))
+            tab.outbox.put_nowait(_encode(channel.CapabilityRun(**view, upload_token="")))
+            return
+        gateway = self.runtime.capabilities
+        try:
+            if outcome.file is not None:
+                file = outcome.file
+                media_type = file.media_type if _MEDIA.match(file.media_type) else ""
+                done = await gateway.finish_with_file(
+                    key,
+                    safe_name(quote(file.name)),
+                    media_type or "application/octet-stream",
+                    file.body,
+                )
+            elif outcome.result is not None:
+                done = await gateway.finish(key, result=outcome.result)
+            else:
+                done = await gateway.finish(key, code=outcome.code or "provider_failed")
+        except CapabilityRefused as refused:  # expired or cancelled meanwhile
+            log.info("native outcome refused", extra={"call_id": key.call_id, "code": refused.code})
+            return
+        log.info(
+            "capability finished natively",
+            extra={"call_id": key.call_id, "capability": name, "code": done.code},
+        )
 
     def _on_event(self, event: Any) -> None:
         if isinstance(event, CapabilitiesChanged):
@@ -292,6 +348,9 @@ class CapabilityTab:
             call = await self.gateway.claim(key)
         except CapabilityRefused as refused:
             return [] if quiet else [_receipt(key, "claim", refused.code)]
+        if self.host.runs_natively(call):
+            self.host.run_native(call, self)
+            return []
         self.claimed.add(key)
         token = ""
         if call.capability == "device.pick_file":

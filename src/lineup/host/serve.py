@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import uvicorn
@@ -14,6 +14,7 @@ from lineup.runtime import Runtime
 from lineup.serving import EmbeddedServer, uvicorn_config, wait_started
 
 from .app import WebHost
+from .native import NativeHost
 from .surface import frame_source
 
 
@@ -58,15 +59,18 @@ def build_host_server(
     host: str = "127.0.0.1",
     port: int = 8766,
     surface_port: int | None = None,
+    native: NativeHost | None = None,
 ) -> tuple[WebHost, HostServer]:
     """The host's listeners (the surface origin on ``surface_port``, by default the
-    next port); the caller runs ``runtime.run()`` beside them."""
+    next port); the caller runs ``runtime.run()`` beside them. ``native``: a desktop
+    host's providers."""
     surface_port = port + 1 if surface_port is None else surface_port
     web = WebHost(
         runtime,
         server_url=server_url,
         allowed_hosts=_hosts(host, port),
         surface_port=surface_port,
+        native=native,
     )
     shell = uvicorn_config(
         web.asgi(frame_origins=[frame_source(surface_port)]), host=host, port=port, lifespan="off"
@@ -132,32 +136,51 @@ async def run_standalone(
     agent_id: str | None,
     surface_port: int | None = None,
     trusted_keys: Sequence[PublicKey] = (),
+    stop: asyncio.Event | None = None,
+    on_ready: Callable[[str], None] | None = None,
+    native: NativeHost | None = None,
 ) -> None:
-    """``lineup client``: until Ctrl-C or SIGTERM; the outbox stays on disk.
-    ``trusted_keys``: publisher keys to trust for signed MiniApps (kept in the store)."""
+    """``lineup client`` (and ``lineup desktop``): until Ctrl-C or SIGTERM, or until
+    ``stop`` is set when given (then signals are the caller's). ``trusted_keys``:
+    publisher keys to trust for signed MiniApps (kept in the store). ``on_ready`` gets
+    the page to open (a one-time login link when the Runtime is logged in) instead of
+    it being printed. Stopping drains the outbox for a few seconds; what is left stays
+    on disk."""
     runtime = Runtime(data_dir)
     await runtime.open()
     for key in trusted_keys:
         await runtime.delivery.trust_key(key)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    if stop is None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
     try:
         web, server = build_host_server(
-            runtime, server_url=server_url, host=host, port=port, surface_port=surface_port
+            runtime,
+            server_url=server_url,
+            host=host,
+            port=port,
+            surface_port=surface_port,
+            native=native,
         )
         async with asyncio.TaskGroup() as tg:
             task = tg.create_task(run_client(runtime, server, agent_id=agent_id, bundled_apps=True))
             await wait_started(server, task)
             where = f"http://{host}:{port}"
             if runtime.session is None:
-                print(f"LineUp is running: log in at {where}/login", flush=True)
+                page = f"{where}/login"
             else:
-                link = await web.sessions.create("link")
-                print(f"LineUp is running: open {where}/login/link?code={link}", flush=True)
+                page = f"{where}/login/link?code={await web.sessions.create('link')}"
+            if on_ready is not None:
+                on_ready(page)
+            elif runtime.session is None:
+                print(f"LineUp is running: log in at {page}", flush=True)
+            else:
+                print(f"LineUp is running: open {page}", flush=True)
             await stop.wait()
             if runtime.logged_in.is_set():
+                await runtime.drain()
                 await runtime.stop()
             else:
                 task.cancel()

@@ -609,6 +609,26 @@ class Runtime:
         if self._connection is not None:
             await self._connection.close()
 
+    async def drain(self, within: float = 5.0) -> bool:
+        """Before a clean stop: wait, at most ``within`` seconds and only while the
+        sync loop is in sync, until everything queued has been acknowledged. ``True``
+        when the outbox is empty; what is left stays on disk and goes after the next
+        start."""
+        changed = asyncio.Event()
+        unsubscribe = self.subscribe(lambda _: changed.set())  # every ack is a change
+        try:
+            async with asyncio.timeout(within):
+                while await self.store.outbox():
+                    if not self.ready.is_set():
+                        return False
+                    changed.clear()
+                    await changed.wait()
+        except TimeoutError:
+            return False
+        finally:
+            unsubscribe()
+        return True
+
     def _on_state(self, state: ConnectionState | str) -> None:
         if state != self.state:
             self.state = state

@@ -1,0 +1,187 @@
+"""Running the desktop host: Qt on the main thread (it must own it), the Runtime and
+the Web Host (and, for the demo, the AppServer and the demo agent) on an event loop in
+a second thread, exactly the code ``lineup client`` and ``lineup demo`` run.
+
+Start: a second launch on the same data dir finds the first through a local socket in
+the data dir, asks it to come to the front and exits (status 0). Otherwise the window
+opens once the Web Host serves, at its one-time login link.
+
+Stop (the window closes, Ctrl-C or SIGTERM): the Qt loop ends, the host thread drains
+the outbox (a few seconds at most, while in sync), stops the sync loop and the
+listeners and closes the store; then Qt's page and profile are deleted in that order
+(the engine crashes at exit otherwise).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from lineup.host.native import NativeHost, NativeOutcome
+from lineup.runtime import Runtime
+from lineup.runtime.capabilities.calls import State as CallState
+
+from .engine import prepare_environment
+from .providers import Dialogs, GuiThread, QtProviders
+
+__all__ = ["HostJob", "run_desktop"]
+
+log = logging.getLogger("lineup.desktop")
+
+HostJob = Callable[[asyncio.Event, Callable[[str], None], NativeHost], Awaitable[None]]
+"""What runs on the host thread: ``run_demo`` or ``run_standalone`` with their
+``stop``, ``on_ready`` and ``native`` arguments."""
+
+INSTANCE_SOCKET = "desktop.sock"
+STOP_WITHIN = 20.0
+
+
+def run_desktop(
+    data_dir: Path,
+    job: HostJob,
+    *,
+    dialogs_factory: Callable[[], Dialogs] | None = None,
+    remote_debugging: str | None = None,
+) -> int:
+    """Show the desktop window until it closes; the exit status. ``dialogs_factory``
+    replaces the OS's dialogs (tests); ``remote_debugging`` opens the DevTools protocol
+    on ``host:port`` (tests)."""
+    prepare_environment(remote_debugging=remote_debugging)
+    from PySide6.QtWidgets import QApplication
+
+    from .instance import SingleInstance
+    from .window import Opener, ShellWindow
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    assert isinstance(app, QApplication)
+    app.setApplicationName("LineUp")
+    instance = SingleInstance(str(data_dir / INSTANCE_SOCKET))
+    if instance.hand_over():
+        print("LineUp is already open: its window was brought to the front.", flush=True)
+        return 0
+
+    from PySide6.QtWebEngineCore import QWebEngineProfile
+
+    profile = QWebEngineProfile(app)  # off the record: nothing of the page on disk
+    dialogs = dialogs_factory() if dialogs_factory is not None else Dialogs()
+    window = ShellWindow(data_dir, profile, dialogs)
+    gui = GuiThread()
+    native = DesktopHost(gui, dialogs, window.set_waiting)
+    instance.listen(window.focus)
+
+    opened = Opener()
+    opened.url.connect(window.open)
+    thread = HostThread(job, native, opened.url.emit, app.quit)
+    _quit_on_signals(app)
+    window.show()
+    thread.start()
+    status = app.exec()
+    thread.stop()
+    thread.join(STOP_WITHIN)
+    instance.close()
+    import shiboken6
+
+    if window.page is not None:
+        shiboken6.delete(window.page)  # the page before its profile, or the engine crashes
+    shiboken6.delete(window)
+    shiboken6.delete(profile)
+    if thread.is_alive():
+        log.error("the host did not stop in time")
+        return 1
+    return 1 if thread.failed else status
+
+
+def _quit_on_signals(app: Any) -> None:
+    """Ctrl-C and SIGTERM end the Qt loop (a timer lets Python run its handlers)."""
+    from PySide6.QtCore import QTimer
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: app.quit())
+    tick = QTimer(app)
+    tick.timeout.connect(lambda: None)
+    tick.start(200)
+
+
+class DesktopHost:
+    """The ``NativeHost`` the Web Host gets: the Qt providers, and the count of what
+    waits for the person (questions, consent dialogs) for the window's badge."""
+
+    def __init__(self, gui: GuiThread, dialogs: Dialogs, waiting: Callable[[int], None]) -> None:
+        self.providers = QtProviders(gui, dialogs)
+        self.gui = gui
+        self._waiting = waiting
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def handles(self, capability: str) -> bool:
+        return self.providers.handles(capability)
+
+    async def run(self, capability: str, arguments: dict[str, Any]) -> NativeOutcome | None:
+        return await self.providers.run(capability, arguments)
+
+    def attach(self, runtime: Runtime) -> None:
+        runtime.subscribe(lambda _: self._changed.set())
+        self._changed.set()
+        self._task = asyncio.create_task(self._badge(runtime))
+
+    async def _badge(self, runtime: Runtime) -> None:
+        shown = -1
+        while True:
+            await self._changed.wait()
+            self._changed.clear()
+            questions = await runtime.store.pending_interactions()
+            calls = await runtime.capabilities.open_calls()
+            count = len(questions) + sum(c.state is CallState.AWAITING_CONSENT for c in calls)
+            if count != shown:
+                shown = count
+                await self.gui.run(self._waiting, count)
+
+
+class HostThread(threading.Thread):
+    """The event loop of the Runtime and the Web Host."""
+
+    def __init__(
+        self,
+        job: HostJob,
+        native: NativeHost,
+        on_ready: Callable[[str], None],
+        on_exit: Callable[[], None],
+    ) -> None:
+        super().__init__(name="lineup-host", daemon=True)
+        self._job = job
+        self._native = native
+        self._on_ready = on_ready
+        self._on_exit = on_exit
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_event: asyncio.Event | None = None
+        self._loop_ready = threading.Event()
+        self.failed = False
+
+    def run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException:
+            self.failed = True
+            log.exception("the desktop host's Runtime stopped")
+        finally:
+            self._on_exit()  # the window goes too
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop_event = asyncio.Event()
+        self._loop_ready.set()
+        await self._job(self._stop_event, self._on_ready, self._native)
+
+    def stop(self) -> None:
+        self._loop_ready.wait(STOP_WITHIN)
+        if self._loop is not None and self._stop_event is not None and not self._loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # it ended on its own
+                self._loop.call_soon_threadsafe(self._stop_event.set)

@@ -1,0 +1,44 @@
+"""QtWebEngine's process-wide switches, set before Qt starts (it reads them once).
+
+- Devtools stay off: ``QTWEBENGINE_REMOTE_DEBUGGING`` is removed from the environment
+  unless the caller asks for remote debugging explicitly (the desktop tests do, to
+  drive the window's page with Playwright over the DevTools protocol).
+- (WebRTC is taken away per frame by ``window.harden``: no switch of this engine
+  stops its UDP, measured; docs/security.md.)
+- No background traffic of the engine's own (component updates, sync, first-run).
+- Chromium refuses to start as root with its sandbox; as root only (a container, a
+  CI machine) the sandbox is turned off, with a warning in the log.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+__all__ = ["CHROMIUM_FLAGS", "prepare_environment"]
+
+log = logging.getLogger("lineup.desktop")
+
+CHROMIUM_FLAGS = (
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
+
+
+def prepare_environment(*, remote_debugging: str | None = None) -> None:
+    """Set QtWebEngine's switches in ``os.environ``; call before importing Qt's
+    WebEngine modules. Flags already in ``QTWEBENGINE_CHROMIUM_FLAGS`` (``--disable-gpu``
+    on a machine without a GPU, say) are kept. ``remote_debugging``: ``host:port`` for
+    the DevTools protocol; tests only."""
+    os.environ.pop("QTWEBENGINE_REMOTE_DEBUGGING", None)
+    if remote_debugging is not None:
+        os.environ["QTWEBENGINE_REMOTE_DEBUGGING"] = remote_debugging
+    own = os.environ.get("QTWEBENGINE_CHROMIUM_FLAGS", "").split()
+    os.environ["QTWEBENGINE_CHROMIUM_FLAGS"] = " ".join(
+        [*own, *(f for f in CHROMIUM_FLAGS if f not in own)]
+    )
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        os.environ["QTWEBENGINE_DISABLE_SANDBOX"] = "1"
+        log.warning("running as root: the web engine's own sandbox is off")
