@@ -175,6 +175,9 @@ def near_limit(draw: st.DrawFn, limit: int, key: str = "k") -> Obj:
     return Obj(((key, Rep(char, max(0, (size - overhead) // width))),))
 
 
+ODD_METHODS = ("nope.method", "toString", "__proto__", "constructor")
+
+
 @st.composite
 def messages(draw: st.DrawFn, instance_id: str, mount_id: str) -> Any:
     """A message of the bridge with one thing wrong (or nothing), or a random value."""
@@ -196,7 +199,9 @@ def messages(draw: st.DrawFn, instance_id: str, mount_id: str) -> Any:
         pairs["height"] = draw(heights)
     elif kind == "request":
         pairs["id"] = draw(request_ids)
-        pairs["method"] = draw(st.sampled_from(sorted(APP_METHODS)))
+        # Unknown names too (inherited property names among them), so that every run
+        # meets unknown_method, not only those whose mutations happen to make one.
+        pairs["method"] = draw(st.sampled_from([*sorted(APP_METHODS), *ODD_METHODS]))
         pairs["params"] = draw(json_objects)
         payload = "params"
     limit = MAX_REQUEST_BYTES if kind == "request" else MAX_DATA_BYTES
