@@ -7,7 +7,8 @@ loopback port (the command itself never does).
 One walk through what a person does: the window shows the shell, they log in, chat
 with the demo agent, answer its question, share a file through the native file
 dialog (after consenting in the shell; the Runtime's decision path is the real one),
-and download it again through the native save dialog. A second launch brings the
+download it again through the native save dialog, and has text copied, a link opened
+and a notification shown, each by the desktop's provider. A second launch brings the
 first window forward and exits; SIGTERM closes the window cleanly and the window's
 geometry is kept.
 """
@@ -152,6 +153,7 @@ async def test_the_desktop_window_runs_the_shell_with_native_providers(tmp_path:
             question = page.locator(".item.interaction").filter(
                 has=page.locator(".card-prompt", has_text="Which colour")
             )
+            await window.logged("waiting for the person count=1")  # the title and badge
             await question.get_by_role("radio", name="Green").check()
             await question.get_by_role("button", name="Submit").click()
             await agent_says(page, "You chose Green.")
@@ -175,8 +177,27 @@ async def test_the_desktop_window_runs_the_shell_with_native_providers(tmp_path:
             finished = await window.logged("download finished")
             assert "state=DownloadCompleted" in finished, finished
             assert saved.read_bytes() == picked.read_bytes()
+
+            # The clipboard and the system browser, each after the person's consent; a
+            # notification with no tray to show it falls back to the shell's own notice.
+            await send(page, "/copy copied on the desktop")
+            await consent.get_by_role("button", name="Allow").click()
+            await agent_says(page, "It is on your clipboard.")
+            await send(page, "/link https://example.com/from-the-desktop")
+            await consent.get_by_role("button", name="Allow").click()
+            await agent_says(page, "I opened the link for you.")
+            await send(page, "/notify Desktop says hello")
+            await expect(page.locator(".capability-toast")).to_contain_text("Desktop says hello")
+            await save_screenshot(page, "test_desktop_window", "notice-without-a-tray")
+            await agent_says(page, "I showed you a notification.")
             asked = [json.loads(line) for line in dialogs.read_text().splitlines()]
-            assert [entry["dialog"] for entry in asked] == ["pick_file", "save_file"]
+            assert asked == [
+                {"dialog": "pick_file", "accept": []},
+                {"dialog": "save_file", "name": "picked.txt", "path": str(saved)},
+                {"service": "clipboard", "text": "copied on the desktop"},
+                {"service": "open_url", "url": "https://example.com/from-the-desktop"},
+                {"service": "notify", "title": "Desktop says hello"},
+            ]
 
             # A second launch on the same data dir brings this window forward and exits.
             async with desktop(*args) as second:

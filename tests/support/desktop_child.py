@@ -36,11 +36,14 @@ def stub_dialogs(picked: Path, log: Path) -> type[Dialogs]:
             return str(target)
 
         def open_url(self, url: str) -> bool:
-            note(dialog="open_url", url=url)
+            note(service="open_url", url=url)
             return True
 
+        def write_clipboard(self, text: str) -> None:
+            note(service="clipboard", text=text)
+
         def notify(self, title: str, body: str) -> bool:
-            note(dialog="notify", title=title)
+            note(service="notify", title=title)
             return False  # no tray here: the shell's own notice shows it
 
     return StubDialogs

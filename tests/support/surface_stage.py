@@ -10,16 +10,20 @@ Two ways to use it: ``staged()`` gives one test everything of its own (servers, 
 Chromium, page); ``StageServers.running()`` starts the servers, canary and one Chromium
 for many tests, and ``open_stage(servers)`` gives each test a fresh context and page on
 them (a killed or hung renderer stays in its own context).
+
+The browser is a ``PageSource``: Chromium (``ChromiumPages``, the default) or, through
+``StageServers.running(engine=...)``, another engine Playwright drives over CDP (the
+desktop window's QtWebEngine: ``tests.support.qt_engine``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from playwright.async_api import Browser, BrowserContext, Page
@@ -45,7 +49,10 @@ __all__ = [
     "HARNESS_JS",
     "SHELL_HTML",
     "SHELL_TITLE",
+    "ChromiumPages",
     "ConnectCanary",
+    "Engine",
+    "PageSource",
     "Stage",
     "StageServers",
     "document",
@@ -178,14 +185,56 @@ class _Recording:
         await self.app(scope, receive, stripped)
 
 
+class PageSource(Protocol):
+    """Where a stage's contexts and pages come from (one browser, many tests)."""
+
+    async def new_context(self) -> BrowserContext:
+        """A context for one test; its routes and listeners go when ``close`` runs."""
+        ...
+
+    async def new_page(self, context: BrowserContext, shell: str | None) -> Page:
+        """A blank page in ``context``, about to show ``shell`` (with every protection of
+        the engine's shell window); ``None``: a control page with none of them."""
+        ...
+
+    async def close(self, context: BrowserContext) -> None: ...
+
+
+@dataclass(frozen=True)
+class ChromiumPages:
+    """Chromium: a new context per test, a new page per ``new_page``."""
+
+    browser: Browser
+
+    async def new_context(self) -> BrowserContext:
+        return await self.browser.new_context(viewport=VIEWPORT)
+
+    async def new_page(self, context: BrowserContext, shell: str | None) -> Page:
+        return await context.new_page()
+
+    async def close(self, context: BrowserContext) -> None:
+        await context.close()
+
+
+@asynccontextmanager
+async def chromium(canary: Canary) -> AsyncIterator[PageSource]:
+    """One Chromium whose resolver sends ``*.attacker.test`` to ``canary``."""
+    async with launch_chromium_with(resolver_args(canary)) as browser:
+        yield ChromiumPages(browser)
+
+
+Engine = Callable[[Canary], AbstractAsyncContextManager[PageSource]]
+"""Starts a browser engine with ``*.attacker.test`` resolved to the canary."""
+
+
 @dataclass
 class StageServers:
-    """The shell's server, the surface origin, the canary and one Chromium."""
+    """The shell's server, the surface origin, the canary and one browser."""
 
     shell: str
     origin: SurfaceOrigin
     canary: ConnectCanary
-    browser: Browser
+    pages: PageSource
     recorder: _Recording
 
     @property
@@ -200,7 +249,7 @@ class StageServers:
 
     @classmethod
     @asynccontextmanager
-    async def running(cls) -> AsyncIterator[StageServers]:
+    async def running(cls, engine: Engine = chromium) -> AsyncIterator[StageServers]:
         async with ConnectCanary.listening() as canary:
             assert isinstance(canary, ConnectCanary)
             ports: dict[str, int] = {}
@@ -211,8 +260,8 @@ class StageServers:
                 async with serving(recorder) as surface_port:
                     origin.bind_port(surface_port)
                     ports["surface_port"] = surface_port
-                    async with launch_chromium_with(resolver_args(canary)) as browser:
-                        yield cls(shell, origin, canary, browser, recorder)
+                    async with engine(canary) as pages:
+                        yield cls(shell, origin, canary, pages, recorder)
 
 
 @dataclass
@@ -227,6 +276,14 @@ class Stage:
     watch: PageWatch
     stripped: set[bytes]
     warnings: list[str]
+    pages: PageSource
+
+    async def new_page(self) -> Page:
+        """A control page in this stage's context, with none of the shell's protections."""
+        return await self.pages.new_page(self.context, None)
+
+    async def close(self) -> None:
+        await self.pages.close(self.context)
 
     async def mount(self, instance_id: str, document: SurfaceDocument) -> tuple[Mount, int]:
         mount = self.origin.mount(instance_id, document)
@@ -303,13 +360,12 @@ def _allowed(url: str) -> bool:
 
 async def open_stage(servers: StageServers) -> Stage:
     """A fresh context and page on ``servers``, with the shell loaded. The caller closes
-    ``stage.context``."""
-    browser = servers.browser
-    context = await browser.new_context(viewport=VIEWPORT)
+    the stage (``stage.close()``)."""
+    context = await servers.pages.new_context()
     context.set_default_timeout(DEFAULT_TIMEOUT_MS)
     watch = PageWatch()
     await context.route(lambda url: not _allowed(url), watch.block_non_local)
-    page = await context.new_page()
+    page = await servers.pages.new_page(context, servers.shell)
     watch.attach(page)
     warnings: list[str] = []
     page.on("console", lambda m: warnings.append(m.text) if m.type == "warning" else None)
@@ -324,6 +380,7 @@ async def open_stage(servers: StageServers) -> Stage:
         watch,
         servers.stripped,
         warnings,
+        servers.pages,
     )
 
 

@@ -74,7 +74,8 @@ class GuiThread(QObject):
 
 
 class Dialogs:
-    """The operating system's dialogs and services, called on the GUI thread."""
+    """The operating system's dialogs and services (file dialogs, the browser, the
+    clipboard, the tray), called on the GUI thread."""
 
     def __init__(self, window: QWidget | None = None, tray: QSystemTrayIcon | None = None):
         self.window = window
@@ -93,6 +94,9 @@ class Dialogs:
 
     def open_url(self, url: str) -> bool:
         return bool(QDesktopServices.openUrl(QUrl(url)))
+
+    def write_clipboard(self, text: str) -> None:
+        QGuiApplication.clipboard().setText(text)
 
     def notify(self, title: str, body: str) -> bool:
         tray = self.tray
@@ -130,11 +134,6 @@ def read_picked(path: Path) -> NativeOutcome:
     return NativeOutcome(file=PickedFile(path.name, media_type, body))
 
 
-def _write_clipboard(text: str) -> None:
-    clipboard = QGuiApplication.clipboard()
-    clipboard.setText(text)
-
-
 class QtProviders:
     """``lineup.host.native.NativeHost`` on Qt."""
 
@@ -147,7 +146,7 @@ class QtProviders:
 
     async def run(self, capability: str, arguments: dict[str, Any]) -> NativeOutcome | None:
         if capability == "clipboard.write":
-            await self.gui.run(_write_clipboard, str(arguments.get("text", "")))
+            await self.gui.run(self.dialogs.write_clipboard, str(arguments.get("text", "")))
             return NativeOutcome(result={"written": True})
         if capability == "app.open_url":
             url = str(arguments.get("url", ""))

@@ -192,6 +192,7 @@ class ShellWindow(QMainWindow):
 
     def set_waiting(self, count: int) -> None:
         """``count`` things wait for the person: in the title and the app's badge."""
+        log.info("waiting for the person", extra={"count": count})
         self.setWindowTitle(f"{TITLE} ({count} waiting)" if count else TITLE)
         app = QGuiApplication.instance()
         if isinstance(app, QGuiApplication):

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -305,10 +305,15 @@ async def arena(stage_servers: StageServers) -> AsyncIterator[Arena]:
     context = stage.context
     cdp = await context.new_cdp_session(stage.page)
     arena = Arena(servers, stage, cdp, "s" + secrets.token_hex(6), first_origin_request)
+    # Removed at the end: an engine may hand every test the same context (QtWebEngine).
+    listeners: dict[str, Callable[[Any], None]] = {
+        "request": lambda request: arena.requests.append(request.url),
+        "requestfailed": lambda request: _note_failure(arena, request),
+        "page": lambda page: arena.popups.append(page),
+    }
     try:
-        context.on("request", lambda request: arena.requests.append(request.url))
-        context.on("requestfailed", lambda request: _note_failure(arena, request))
-        context.on("page", lambda page: arena.popups.append(page))
+        for event, listener in listeners.items():
+            context.on(event, listener)  # type: ignore[call-overload]
         stage.page.on("crash", lambda page: _note_crash(arena))
 
         async def record_outside(route: Route) -> None:
@@ -325,7 +330,9 @@ async def arena(stage_servers: StageServers) -> AsyncIterator[Arena]:
         arena.baseline_history = int(await arena.call("() => history.length"))
         yield arena
     finally:
-        await context.close()
+        for event, listener in listeners.items():
+            context.remove_listener(event, listener)
+        await stage.close()
         servers.stripped.clear()
 
 

@@ -162,7 +162,7 @@ async def test_control_a_plain_page_reaches_the_canary_and_is_recorded(arena: Ar
     """The same context, a page without the surface's headers: its fetch reaches the
     canary over the attacker name and shows in the request record; its STUN packet
     arrives over UDP."""
-    control = await arena.stage.context.new_page()
+    control = await arena.stage.new_page()
     await control.goto(arena.servers.shell + "/control")
     canary = arena.servers.canary
     assert "control-fetch" in (await canary.wait_for("tcp")).first_line
@@ -177,7 +177,7 @@ async def test_control_the_shell_checks_notice_a_changed_page(arena: Arena) -> N
     with pytest.raises(AssertionError):
         await arena.assert_host_works()
     await arena.call("() => { delete Object.prototype.polluted; }")
-    popup = await arena.stage.context.new_page()
+    popup = await arena.stage.new_page()
     assert arena.popups == [popup]
     with pytest.raises(AssertionError):
         await arena.assert_nothing_leaked()

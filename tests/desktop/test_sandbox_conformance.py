@@ -1,0 +1,164 @@
+"""The sandbox conformance suite (tests/browser/sandbox) inside the desktop window's
+engine: the same bundles, the same arena and the same assertions, with every page in a
+QtWebEngine window hardened as the desktop one is (``lineup.desktop.window.harden``,
+``ShellPage``), driven by Playwright over CDP (``tests.support.qt_engine``).
+
+Where this engine lacks a defence Chromium has, the case is an explicit strict
+expected failure whose reason names the missing defence (docs/security.md lists them as
+the desktop window's residual risk). Two more kinds are marked: ``FLAKY`` (an xfail
+that is not strict: seen failing in some runs only) and ``HANGS`` (skipped: the
+``busy_loop`` bundle's renderer is not ended when its window closes, and the module's
+later tests and teardown stall behind it; unresolved).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+try:
+    import PySide6.QtWebEngineWidgets  # noqa: F401
+except ImportError as error:  # pragma: no cover - depends on the machine
+    pytest.skip(f"QtWebEngine is not importable: {error}", allow_module_level=True)
+
+from tests.browser.sandbox import test_conformance as suite
+from tests.browser.sandbox.bundles import BUNDLES, Bundle
+from tests.browser.sandbox.conftest import Arena, arena
+from tests.support.qt_engine import qt_engine
+from tests.support.surface_stage import StageServers
+
+__all__ = ["arena"]  # the suite's per-test fixture, on this module's stage_servers
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+_PROXIED = (
+    "a defence, not a gap: the window sends every non-loopback connection to a dead "
+    "proxy (lineup.desktop.engine), so a plain page's fetch to an attacker name never "
+    "reaches the canary either; test_control_this_engine_is_heard shows it hears this engine"
+)
+_NO_RTC = (
+    "harden() deletes RTCPeerConnection in every frame, so the bundle throws before it "
+    "reports; its report-shaped assertions cannot hold (no UDP reached the canary)"
+)
+_NAVIGATION = (
+    "UNEXPLAINED engine difference in sandboxed-frame navigation (to investigate): "
+    "the shell does not see the reload / the session history grows / the mount URL is "
+    "fetched again"
+)
+
+# Bundle name -> why it cannot pass in QtWebEngine (Chromium 140, no Connection-Allowlist).
+ENGINE_GAPS: dict[str, str] = {
+    "send_beacon": "not a leak: fetchLater() throws TypeError here, SecurityError in Chromium",
+    "nested_srcdoc_rtc_kills_renderer": (
+        "no Connection-Allowlist, so the engine does not kill the surface's renderer; "
+        "the surface keeps answering (WebRTC itself is gone by harden())"
+    ),
+    "webrtc_stun_udp_ufrag": _NO_RTC,
+    "webrtc_turn_tcp_and_udp": _NO_RTC,
+    "webrtc_remote_candidate": _NO_RTC,
+    "permissions_query": "not a grant: notifications reads 'prompt' here, 'denied' in Chromium",
+    "notification_fullscreen_payment": "not a leak: PaymentRequest is absent (ReferenceError)",
+    "devices_and_pickers": "not a leak: navigator.usb is absent in this engine",
+    "reload_reuses_mount": _NAVIGATION,
+    "navigate_to_own_url": _NAVIGATION,
+    "history_push_state": _NAVIGATION,
+    "dns_burst_location": _NAVIGATION,
+    "dns_burst_anchor_clicks": _NAVIGATION,
+}
+# Not strict: they fail only sometimes.
+FLAKY: dict[str, str] = {
+    "self_navigation_href": _NAVIGATION + " (seen in one run of three)",
+    "self_navigation_anchor_click": _NAVIGATION + " (seen in two runs of three)",
+}
+# A busy surface's renderer is never ended (closing its window does not), and the tests
+# after it stall; the arena's teardown hangs (docs/security.md, residual risks).
+HANGS: dict[str, str] = {
+    "busy_loop": (
+        "UNRESOLVED: after this bundle the test host cannot close its window (the busy "
+        "renderer is not ended, even with --site-per-process) and the module stalls"
+    ),
+}
+
+# Positive controls that depend on a defence the Qt window does not have, or removes
+# the attack they listen for by other means.
+CONTROL_GAPS: dict[str, str] = {
+    "webrtc_stun_udp_ufrag": _NO_RTC + "; the control page without harden() is heard",
+    "webrtc_turn_tcp_and_udp": _NO_RTC + "; the control page without harden() is heard",
+    "webrtc_remote_candidate": _NO_RTC + "; the control page without harden() is heard",
+    "dns_burst_location": "this bundle is not heard in this engine with or without the header",
+    "dns_burst_anchor_clicks": "this bundle is not heard in this engine with or without the header",
+}
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def stage_servers() -> AsyncIterator[StageServers]:
+    async with StageServers.running(engine=qt_engine) as servers:
+        yield servers
+
+
+def _expected(gaps: dict[str, str], name: str) -> tuple[pytest.MarkDecorator, ...]:
+    if name in HANGS and gaps is ENGINE_GAPS:
+        return (pytest.mark.skip(reason=HANGS[name]),)
+    if name in FLAKY and gaps is ENGINE_GAPS:
+        return (pytest.mark.xfail(strict=False, reason=FLAKY[name]),)
+    reason = gaps.get(name)
+    return () if reason is None else (pytest.mark.xfail(strict=True, reason=reason),)
+
+
+test_the_corpus_is_large_and_named_uniquely = suite.test_the_corpus_is_large_and_named_uniquely
+test_a_page_with_hostile_and_sibling_surfaces = suite.test_a_page_with_hostile_and_sibling_surfaces
+
+
+@pytest.mark.xfail(strict=True, reason=_PROXIED)
+async def test_control_a_plain_page_reaches_the_canary_and_is_recorded(arena: Arena) -> None:
+    await suite.test_control_a_plain_page_reaches_the_canary_and_is_recorded(arena)
+
+
+async def test_control_this_engine_is_heard_and_its_proxy_stops_a_plain_page_s_fetch(
+    arena: Arena,
+) -> None:
+    """The canary hears this engine (a plain page's STUN packet: UDP does not go
+    through the proxy), the page's fetch to an attacker name is recorded as attempted,
+    and no TCP connection reaches the canary: the desktop's dead proxy stopped it."""
+    control = await arena.stage.new_page()
+    await control.goto(arena.servers.shell + "/control")
+    canary = arena.servers.canary
+    await canary.wait_for("udp")
+    await arena.quiet_period()
+    assert any("control.attacker.test" in url for url in arena.outside)
+    assert canary.tcp_hits() == []
+
+
+test_control_the_shell_checks_notice_a_changed_page = (
+    suite.test_control_the_shell_checks_notice_a_changed_page
+)
+
+
+@pytest.mark.parametrize(
+    "bundle",
+    [pytest.param(b, marks=_expected(ENGINE_GAPS, b.name), id=b.name) for b in BUNDLES],
+)
+async def test_a_hostile_bundle_gets_nothing_and_the_host_keeps_working(
+    arena: Arena,
+    bundle: Bundle,
+) -> None:
+    await suite.test_a_hostile_bundle_gets_nothing_and_the_host_keeps_working(arena, bundle)
+
+
+@pytest.mark.parametrize(
+    ("name", "channel"),
+    [
+        pytest.param(name, channel, marks=_expected(CONTROL_GAPS, name), id=name)
+        for name, channel in suite.LEAKS_WITHOUT_ALLOWLIST
+    ],
+)
+async def test_control_without_connection_allowlist_the_bundle_reaches_the_canary(
+    arena: Arena,
+    name: str,
+    channel: str,
+) -> None:
+    await suite.test_control_without_connection_allowlist_the_bundle_reaches_the_canary(
+        arena, name, channel
+    )
