@@ -57,7 +57,7 @@ def run_desktop(
     from PySide6.QtWidgets import QApplication
 
     from .instance import SingleInstance
-    from .window import Opener, ShellWindow
+    from .window import Opener, ShellWindow, tray_for
 
     data_dir.mkdir(parents=True, exist_ok=True)
     app = QApplication.instance() or QApplication(sys.argv[:1])
@@ -73,6 +73,8 @@ def run_desktop(
     profile = QWebEngineProfile(app)  # off the record: nothing of the page on disk
     dialogs = dialogs_factory() if dialogs_factory is not None else Dialogs()
     window = ShellWindow(data_dir, profile, dialogs)
+    if dialogs.tray is None:
+        dialogs.tray = tray_for(window)
     gui = GuiThread()
     native = DesktopHost(gui, dialogs, window.set_waiting)
     instance.listen(window.focus)

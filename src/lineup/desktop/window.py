@@ -24,7 +24,17 @@ import logging
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QObject, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QCloseEvent, QGuiApplication, QMoveEvent, QResizeEvent
+from PySide6.QtGui import (
+    QCloseEvent,
+    QColor,
+    QFont,
+    QGuiApplication,
+    QIcon,
+    QMoveEvent,
+    QPainter,
+    QPixmap,
+    QResizeEvent,
+)
 from PySide6.QtWebEngineCore import (
     QWebEngineDownloadRequest,
     QWebEnginePage,
@@ -34,7 +44,7 @@ from PySide6.QtWebEngineCore import (
     QWebEngineSettings,
 )
 from PySide6.QtWebEngineWidgets import QWebEngineView
-from PySide6.QtWidgets import QMainWindow, QWidget
+from PySide6.QtWidgets import QMainWindow, QSystemTrayIcon, QWidget
 
 from .providers import Dialogs
 
@@ -145,6 +155,37 @@ class ShellPage(QWebEnginePage):
         permission.deny()
 
 
+def app_icon() -> QIcon:
+    """LineUp's mark, drawn (no image file to ship): a blue disc with an L."""
+    pixmap = QPixmap(64, 64)
+    pixmap.fill(QColor(0, 0, 0, 0))
+    painter = QPainter(pixmap)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    painter.setBrush(QColor("#2f5bd3"))
+    painter.setPen(Qt.PenStyle.NoPen)
+    painter.drawEllipse(2, 2, 60, 60)
+    painter.setPen(QColor("white"))
+    font = QFont()
+    font.setBold(True)
+    font.setPixelSize(38)
+    painter.setFont(font)
+    painter.drawText(pixmap.rect(), Qt.AlignmentFlag.AlignCenter, "L")
+    painter.end()
+    return QIcon(pixmap)
+
+
+def tray_for(window: ShellWindow) -> QSystemTrayIcon | None:
+    """A tray icon where the platform has a tray (notifications, the waiting count in
+    its tooltip; a click brings the window forward); ``None`` elsewhere."""
+    if not QSystemTrayIcon.isSystemTrayAvailable():
+        return None
+    tray = QSystemTrayIcon(window.windowIcon(), window)
+    tray.setToolTip(TITLE)
+    tray.activated.connect(lambda _reason: window.focus())
+    tray.show()
+    return tray
+
+
 class Opener(QObject):
     """Carries the page to open from the host thread to the window (a queued signal)."""
 
@@ -165,6 +206,7 @@ class ShellWindow(QMainWindow):
         self.page: ShellPage | None = None
         self.setCentralWidget(self.view)
         self.setWindowTitle(TITLE)
+        self.setWindowIcon(app_icon())
         self._save_timer = QTimer(self)
         self._save_timer.setSingleShot(True)
         self._save_timer.setInterval(500)
