@@ -76,8 +76,10 @@ FLAKY: dict[str, str] = {
 # after it stall; the arena's teardown hangs (docs/security.md, residual risks).
 HANGS: dict[str, str] = {
     "busy_loop": (
-        "UNRESOLVED: after this bundle the test host cannot close its window (the busy "
-        "renderer is not ended, even with --site-per-process) and the module stalls"
+        "UNRESOLVED in the test host: the bundle's own test passes here (the busy surface "
+        "stops answering, the sibling and the shell keep working), but closing its "
+        "window then hangs (the busy renderer is not ended, even with --site-per-process "
+        "or after navigating the page away) and the module stalls"
     ),
 }
 
