@@ -9,20 +9,24 @@ import asyncio
 import json
 import logging
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from websockets.asyncio.client import ClientConnection
 
+from lineup.host.native import NativeOutcome, PickedFile
 from lineup.logs import quiet_libraries
 from lineup.protocol.payloads import CapabilityDescriptor
 from lineup.runtime.apps.schemas import CompiledSchemas
 from lineup.runtime.capabilities import catalog
 from lineup.runtime.capabilities.catalog import MAX_ARTIFACT_BYTES, Capability
+from tests.conftest import Pair
+from tests.support.appserver import AppServerProcess
 from tests.support.capability_calls import app_call, app_result, app_results, chat_id
 from tests.support.host_channel import hello, next_frame, tab
-from tests.support.webhost import Client
+from tests.support.webhost import Client, serving
 
 CANARY = "CANARY-7f3a91"
 
@@ -440,3 +444,66 @@ async def test_reasons_and_arguments_never_reach_the_audit_or_the_logs(
     for entry in caplog.records:
         assert CANARY not in entry.getMessage(), entry.name
         assert CANARY not in repr(entry.__dict__), entry.name
+
+
+class OsProviders:
+    """A desktop's native providers at the edge of the world: what the OS would do,
+    scripted, and what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, dict[str, Any]]] = []
+        self.attached = False
+
+    def attach(self, runtime: object) -> None:
+        self.attached = True
+
+    def handles(self, capability: str) -> bool:
+        return capability in ("clipboard.write", "device.pick_file", "notification.show")
+
+    async def run(self, capability: str, arguments: dict[str, Any]) -> NativeOutcome | None:
+        self.asked.append((capability, arguments))
+        if capability == "clipboard.write":
+            raise OSError(f"the clipboard refused {CANARY}")  # a provider's own failure
+        if capability == "notification.show":
+            return None  # no tray: the tab shows it
+        return NativeOutcome(file=PickedFile(f"{CANARY}.txt", "text/plain", b"picked"))
+
+
+async def test_a_desktop_runs_claimed_calls_natively_with_the_stored_arguments(
+    pair: Pair, appserver: AppServerProcess, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    native = OsProviders()
+    async with serving(appserver, pair, tmp_path / "runtime", native=native) as client:
+        assert native.attached
+        conversation = await chat_id(client)
+        async with tab(client) as one:
+            await hello(one)
+            # A picked file: consent in the tab, the native dialog picks, no run frame.
+            await app_call(client, "device.pick_file", {"accept": [".txt"]}, "pick-1")
+            await call_state(one, "pick-1", "awaiting_consent")
+            await consent(one, conversation, "pick-1", acknowledged=True)
+            assert await receipt(one, "pick-1", "consent") == "accepted"
+            result = await app_result(client, "pick-1")
+            assert result["status"] == "completed"
+            assert (result["result"]["name"], result["result"]["size"]) == (f"{CANARY}.txt", 6)
+            # A provider that fails ends the call provider_failed, and logs no message.
+            await app_call(client, "clipboard.write", {"text": CANARY}, "copy-1")
+            await call_state(one, "copy-1", "awaiting_consent")
+            await consent(one, conversation, "copy-1")
+            failed = await app_result(client, "copy-1")
+            assert (failed["status"], failed["error"]["code"]) == ("failed", "provider_failed")
+            # A provider that declines hands the call to the tab that claimed it.
+            await app_call(client, "notification.show", {"title": "Hi"}, "note-1")
+            view = await call_state(one, "note-1", "approved")
+            await one.send(json.dumps({"op": "claim", **key(conversation, "note-1")}))
+            run = await next_frame(one, "capability_run", call_id="note-1")
+            assert run["arguments"] == view["arguments"] == {"title": "Hi"}
+            frame = {"op": "capability_done", **key(conversation, "note-1"), "ok": True}
+            await one.send(json.dumps({**frame, "result": {"shown": True}}))
+            assert (await app_result(client, "note-1"))["status"] == "completed"
+    assert native.asked == [
+        ("device.pick_file", {"accept": [".txt"]}),
+        ("clipboard.write", {"text": CANARY}),
+        ("notification.show", {"title": "Hi"}),
+    ]
+    assert CANARY not in caplog.text

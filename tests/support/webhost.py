@@ -14,6 +14,7 @@ import pytest
 
 from lineup.client import Backoff
 from lineup.host.app import WebHost
+from lineup.host.native import NativeHost
 from lineup.host.serve import build_host_server, run_client
 from lineup.runtime import Runtime
 from tests.conftest import Pair, make_pair
@@ -62,14 +63,16 @@ async def serving(
     *,
     clock: Callable[[], datetime] | None = None,
     password: str = "correct horse battery",
+    native: NativeHost | None = None,
 ) -> AsyncIterator[Client]:
-    """A logged-in Runtime (on ``clock`` when given) and its Web Host, synced."""
+    """A logged-in Runtime (on ``clock`` when given) and its Web Host, synced;
+    ``native``: a desktop host's providers."""
     runtime = Runtime(data_dir, clock=clock, backoff=Backoff(base=0.05, cap=0.3))
     await runtime.open()
     await runtime.login(server.url, pair.user_name, password)
     port = free_port()
     web, host_server = build_host_server(
-        runtime, server_url=server.url, port=port, surface_port=free_port()
+        runtime, server_url=server.url, port=port, surface_port=free_port(), native=native
     )
     task = asyncio.create_task(run_client(runtime, host_server, agent_id=pair.agent.id))
     await asyncio.wait_for(runtime.ready.wait(), 15)

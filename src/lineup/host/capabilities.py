@@ -143,8 +143,10 @@ class HostCapabilities:
         key, name = call.key, call.capability
         try:
             outcome = await self.native.run(name, msgspec.json.decode(call.arguments))
-        except Exception:  # a provider's bug ends the call, never the host
-            log.exception("native provider failed", extra={"capability": name})
+        except Exception as exc:  # a provider's bug ends the call, never the host
+            # The type only: an OS error's message can name the person's files.
+            error = type(exc).__name__
+            log.error("native provider failed", extra={"capability": name, "error": error})
             outcome = NativeOutcome(code="provider_failed")
         if outcome is None:
             tab.claimed.add(key)
