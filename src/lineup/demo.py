@@ -216,9 +216,19 @@ async def run_demo(
             await wait_started(web_server, client_task)
             link = await web.sessions.create("link")
             web_url = f"http://{host}:{web_port}"
-            click.echo(_banner(credentials, url, web_url, link, data_dir, sample=offered))
-            if on_ready is not None:
-                on_ready(f"{web_url}/login/link?code={link}")
+            click.echo(
+                _banner(
+                    credentials,
+                    url,
+                    web_url,
+                    link,
+                    data_dir,
+                    sample=offered,
+                    window=on_ready is not None,
+                )
+            )
+            if on_ready is not None:  # a link of its own: the printed one stays unused
+                on_ready(f"{web_url}/login/link?code={await web.sessions.create('link')}")
             await stop.wait()
             await runtime.drain()
             await runtime.stop()
@@ -239,7 +249,9 @@ def _banner(
     data_dir: Path,
     *,
     sample: bool = False,
+    window: bool = False,
 ) -> str:
+    """``window``: the shell is in the desktop window (closing it stops the demo too)."""
     launcher = os.environ.get("LINEUP_LAUNCHER", "lineup")
     user, password = credentials["username"], credentials["password"]
     chat_command = f"LINEUP_PASSWORD={password} {launcher} chat --server {url} --user {user}"
@@ -263,6 +275,6 @@ def _banner(
             f"  Terminal    {chat_command}",
             "",
             *apps,
-            "Press Ctrl-C to stop.",
+            "Close the window or press Ctrl-C to stop." if window else "Press Ctrl-C to stop.",
         ]
     )
