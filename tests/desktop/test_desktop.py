@@ -188,6 +188,10 @@ async def test_the_desktop_window_runs_the_shell_with_native_providers(tmp_path:
             await agent_says(page, "I opened the link for you.")
             await send(page, "/notify Desktop says hello")
             await expect(page.locator(".capability-toast")).to_contain_text("Desktop says hello")
+            await page.wait_for_function(  # its fade-in done, for the screenshot
+                "() => document.querySelector('.capability-toast')"
+                ".getAnimations().every((a) => a.playState === 'finished')"
+            )
             await save_screenshot(page, "test_desktop_window", "notice-without-a-tray")
             await agent_says(page, "I showed you a notification.")
             asked = [json.loads(line) for line in dialogs.read_text().splitlines()]
