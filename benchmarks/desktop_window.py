@@ -21,7 +21,6 @@ import argparse
 import os
 import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -29,25 +28,15 @@ import tempfile
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+
+from lineup.desktop.launch import free_port  # noqa: E402
+
 LINEUP = [sys.executable, "-m", "lineup"]
-CHROMIUM = os.environ.get("LINEUP_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 ENV = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "QTWEBENGINE_CHROMIUM_FLAGS": "--disable-gpu"}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def tree_rss_mib(root: int) -> float:
@@ -130,7 +119,7 @@ def browser_once() -> tuple[float, float, float]:
         assert link is not None
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(
-                executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+                executable_path=CHROMIUM, args=list(CHROMIUM_ARGS), headless=True
             )
             page = browser.new_page()
             page.goto(link.group(0), wait_until="load")

@@ -7,8 +7,9 @@ import contextlib
 import getpass
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -202,19 +203,17 @@ def demo(
     from .demo import run_demo
 
     if desktop:
-        from .desktop.launch import MissingDesktopExtra, desktop_demo
+        from .desktop.launch import desktop_demo
 
-        try:
-            status = desktop_demo(
+        _in_window(
+            lambda: desktop_demo(
                 data_dir or default_data_dir("demo"),
                 host=host,
                 port=port,
                 web_port=web_port,
                 surface_port=surface_port,
             )
-        except MissingDesktopExtra as exc:
-            raise click.ClickException(str(exc)) from None
-        sys.exit(status)
+        )
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(
             run_demo(
@@ -325,11 +324,11 @@ def desktop(
     trust: tuple[Path, ...],
 ) -> None:
     """Your Runtime and the shell in a desktop window (a second launch focuses it)."""
-    from .desktop.launch import MissingDesktopExtra, desktop_client
+    from .desktop.launch import desktop_client
 
     keys = _trusted_keys(trust)
-    try:
-        status = desktop_client(
+    _in_window(
+        lambda: desktop_client(
             data_dir or default_data_dir("client"),
             server_url=server_url.rstrip("/"),
             port=port,
@@ -337,6 +336,15 @@ def desktop(
             agent_id=agent_id,
             trusted_keys=keys,
         )
+    )
+
+
+def _in_window(launch: Callable[[], int]) -> NoReturn:
+    """Run a desktop launcher; exit with its status (a clear error without the extra)."""
+    from .desktop.launch import MissingDesktopExtra
+
+    try:
+        status = launch()
     except MissingDesktopExtra as exc:
         raise click.ClickException(str(exc)) from None
     sys.exit(status)

@@ -26,6 +26,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from lineup.runtime.apps.app_api import METHODS
+
 __all__ = [
     "APP_METHODS",
     "APP_NAMESPACE",
@@ -56,26 +58,8 @@ MAX_REQUEST_BYTES = 64 * 1024
 MAX_DEPTH = 32
 RATE = 100
 BURST = 200
-APP_METHODS = frozenset(
-    {
-        "context.get",
-        "lifecycle.ready",
-        "lifecycle.requestForeground",
-        "lifecycle.requestBackground",
-        "lifecycle.requestClose",
-        "tools.list",
-        "tools.progress",
-        "tools.complete",
-        "tools.fail",
-        "tools.cancel",
-        "state.get",
-        "state.set",
-        "inbox.list",
-        "inbox.acknowledge",
-        "capabilities.request",
-        "capabilities.get",
-    }
-)
+APP_METHODS = METHODS
+"""The methods the bridge relays: exactly the ones the Runtime's AppApi answers."""
 FIELDS = {
     "ready": frozenset({"namespace", "type", "instance_id", "mount_id"}),
     "event": frozenset({"namespace", "type", "instance_id", "mount_id", "event", "data"}),

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -31,6 +30,7 @@ from pathlib import Path
 
 from playwright.async_api import Browser, BrowserContext, Page, async_playwright
 
+from tests.support.appserver import free_port
 from tests.support.browser import VIEWPORT
 from tests.support.canary import ATTACKER_HOSTS, Canary
 from tests.support.surface_stage import PageSource
@@ -86,16 +86,10 @@ class QtPages:
                 await self._send(f"close {number}")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @asynccontextmanager
 async def qt_engine(canary: Canary) -> AsyncIterator[PageSource]:
     """The Qt host with ``*.attacker.test`` resolved to ``canary``, and Playwright on it."""
-    address = f"127.0.0.1:{_free_port()}"
+    address = f"127.0.0.1:{free_port()}"
     rules = ", ".join(f"MAP {pattern} 127.0.0.1:{canary.tcp_port}" for pattern in ATTACKER_HOSTS)
     env = {
         **os.environ,

@@ -35,9 +35,9 @@ __all__ = ["HostJob", "run_desktop"]
 
 log = logging.getLogger("lineup.desktop")
 
-HostJob = Callable[[asyncio.Event, Callable[[str], None], NativeHost], Awaitable[None]]
-"""What runs on the host thread: ``run_demo`` or ``run_standalone`` with their
-``stop``, ``on_ready`` and ``native`` arguments."""
+HostJob = Callable[..., Awaitable[None]]
+"""What runs on the host thread: ``run_demo`` or ``run_standalone`` with everything
+but their ``stop``, ``on_ready`` and ``native`` keywords, which the thread passes."""
 
 INSTANCE_SOCKET = "desktop.sock"
 STOP_WITHIN = 20.0
@@ -180,7 +180,7 @@ class HostThread(threading.Thread):
         self._loop = asyncio.get_running_loop()
         self._stop_event = asyncio.Event()
         self._loop_ready.set()
-        await self._job(self._stop_event, self._on_ready, self._native)
+        await self._job(stop=self._stop_event, on_ready=self._on_ready, native=self._native)
 
     def stop(self) -> None:
         self._loop_ready.wait(STOP_WITHIN)

@@ -3,14 +3,13 @@ client`` and ``lineup demo``, shown in the desktop window (``app.run_desktop``).
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import socket
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lineup.delivery.keys import PublicKey
-from lineup.host.native import NativeHost
 
 if TYPE_CHECKING:
     from .providers import Dialogs
@@ -58,23 +57,16 @@ def desktop_client(
 
     from .app import run_desktop
 
-    web_port = port or free_port()
-    surfaces = surface_port or free_port()
-
-    async def job(stop: asyncio.Event, on_ready: Callable[[str], None], native: NativeHost) -> None:
-        await run_standalone(
-            data_dir,
-            server_url=server_url,
-            host="127.0.0.1",
-            port=web_port,
-            surface_port=surfaces,
-            agent_id=agent_id,
-            trusted_keys=trusted_keys,
-            stop=stop,
-            on_ready=on_ready,
-            native=native,
-        )
-
+    job = functools.partial(
+        run_standalone,
+        data_dir,
+        server_url=server_url,
+        host="127.0.0.1",
+        port=port or free_port(),
+        surface_port=surface_port or free_port(),
+        agent_id=agent_id,
+        trusted_keys=trusted_keys,
+    )
     return run_desktop(
         data_dir, job, dialogs_factory=dialogs_factory, remote_debugging=remote_debugging
     )
@@ -89,16 +81,7 @@ def desktop_demo(
 
     from .app import run_desktop
 
-    async def job(stop: asyncio.Event, on_ready: Callable[[str], None], native: NativeHost) -> None:
-        await run_demo(
-            data_dir,
-            host=host,
-            port=port,
-            web_port=web_port,
-            surface_port=surface_port,
-            stop=stop,
-            on_ready=on_ready,
-            native=native,
-        )
-
+    job = functools.partial(
+        run_demo, data_dir, host=host, port=port, web_port=web_port, surface_port=surface_port
+    )
     return run_desktop(data_dir, job)

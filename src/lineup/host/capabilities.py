@@ -93,6 +93,12 @@ def call_view(call: CapabilityCall) -> channel.CapabilityCallView:
     )
 
 
+def run_frame(call: CapabilityCall, upload_token: str = "") -> bytes:
+    """``capability_run``: the claiming tab runs its provider for ``call``."""
+    view = msgspec.structs.asdict(call_view(call))
+    return _encode(channel.CapabilityRun(**view, upload_token=upload_token))
+
+
 def _artifact_calls(conn: sqlite3.Connection, conversation_id: str) -> dict[str, str]:
     """Artifact id -> the ``app.result`` envelope of the agent call that made it (the
     gateway's ``Artifact`` does not carry its call)."""
@@ -150,8 +156,7 @@ class HostCapabilities:
             outcome = NativeOutcome(code="provider_failed")
         if outcome is None:
             tab.claimed.add(key)
-            view = msgspec.structs.asdict(call_view(call))
-            tab.outbox.put_nowait(_encode(channel.CapabilityRun(**view, upload_token="")))
+            tab.outbox.put_nowait(run_frame(call))
             return
         gateway = self.runtime.capabilities
         try:
@@ -357,11 +362,10 @@ class CapabilityTab:
         token = ""
         if call.capability == "device.pick_file":
             token = self.host.issue_upload_token(key)
-        view = msgspec.structs.asdict(call_view(call))
         log.info(
             "capability claimed", extra={"call_id": key.call_id, "capability": call.capability}
         )
-        return [_encode(channel.CapabilityRun(**view, upload_token=token))]
+        return [run_frame(call, token)]
 
     async def _done(self, key: CallKey, frame: channel.CapabilityDone) -> bytes:
         if key not in self.claimed:
