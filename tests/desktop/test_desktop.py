@@ -203,6 +203,9 @@ async def test_the_desktop_window_runs_the_shell_with_native_providers(tmp_path:
                 {"service": "notify", "title": "Desktop says hello"},
             ]
 
+            # What a page writes to its console stays out of the desktop's output.
+            await page.evaluate("console.error('console canary 5d1e')")
+
             # A second launch on the same data dir brings this window forward and exits.
             async with desktop(*args) as second:
                 assert await second.exit_code() == 0
@@ -213,5 +216,6 @@ async def test_the_desktop_window_runs_the_shell_with_native_providers(tmp_path:
 
             window.process.send_signal(signal.SIGTERM)
             assert await window.exit_code() == 0
+            assert not any("console canary 5d1e" in line for line in window.lines)
     assert (data_dir / "desktop-window.json").exists()
     assert not (data_dir / "desktop.sock").exists()

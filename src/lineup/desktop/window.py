@@ -150,6 +150,17 @@ class ShellPage(QWebEnginePage):
         assert isinstance(parent, QWidget)
         return _Outbound(self.profile(), self.dialogs, parent)
 
+    def javaScriptConsoleMessage(
+        self,
+        level: QWebEnginePage.JavaScriptConsoleMessageLevel,
+        message: str,
+        line: int,
+        source: str,
+    ) -> None:
+        """Dropped: a page's console (a surface's above all) can hold anything, message
+        bodies included, and must not reach the desktop's output or logs (the engine's
+        default prints it to stderr)."""
+
     def _deny(self, permission: QWebEnginePermission) -> None:
         log.info("permission denied", extra={"permission": permission.permissionType().name})
         permission.deny()
