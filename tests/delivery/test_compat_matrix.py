@@ -24,8 +24,10 @@ from lineup.delivery.keys import load_public_key
 from lineup.host.views import item_view
 from lineup.runtime import Runtime, Session, classify
 from lineup.runtime.apps.registry import RegistryError
+from lineup.runtime.events import TimelineChanged
 from lineup.runtime.runtime import STORE_FILE, VERIFIED_CACHE_DIR
 from tests.support.app_kernel import queued
+from tests.support.receiving import apply_received
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "delivery"
 CASES: dict[str, dict[str, Any]] = json.loads((FIXTURES / "cases.json").read_text())
@@ -93,14 +95,16 @@ async def test_unknown_type_falls_back_safely(rt: Runtime) -> None:
         classify(envelope_frame(2, "lineup.v1.ui.teleport", {"js": "alert(1)"}), SCOPES),
     ]
     assert [r.code for r in received] == [None, None]
-    applied = await rt.store.apply_received(received)
+    applied = await apply_received(rt.store, received)
     views = [item_view(item) for item in applied.items]
     assert [(v.kind, v.html) for v in views] == [("unsupported", None), ("unsupported", None)]
     assert [v.data for v in views] == [
         {"type": "lineup.v1.app.hologram"},
         {"type": "lineup.v1.ui.teleport"},
     ]
-    assert applied.outbox == [] and applied.capability_calls == []  # nothing executed
+    # nothing executed: nothing queued, and nobody but the timeline told
+    assert applied.outbox == []
+    assert all(isinstance(e, TimelineChanged) for e in applied.events)
 
 
 # --- row 2: a new client gets old plain text ------------------------------------------------
@@ -108,8 +112,8 @@ async def test_unknown_type_falls_back_safely(rt: Runtime) -> None:
 
 async def test_plain_text_is_only_markdown(rt: Runtime) -> None:
     text = "**done** <button onclick=x()>approve</button> [ok](javascript:alert(1))"
-    applied = await rt.store.apply_received(
-        [classify(envelope_frame(1, "lineup.v1.message", {"text": text}), SCOPES)]
+    applied = await apply_received(
+        rt.store, [classify(envelope_frame(1, "lineup.v1.message", {"text": text}), SCOPES)]
     )
     (view,) = [item_view(item) for item in applied.items]
     assert view.kind == "message"
@@ -132,7 +136,7 @@ async def test_unsupported_surface_version_is_not_mounted_nor_moved_forward(rt: 
         payload = {"instance_id": f"s{seq}", "app": app}
         received = classify(envelope_frame(seq, "lineup.v1.ui.open", payload), SCOPES)
         assert received.code is None
-        await rt.store.apply_received([received])
+        await apply_received(rt.store, [received])
     assert errors(rt) == [("surface_unavailable", "e1"), ("surface_unavailable", "e2")]
     for seq, version in ((1, "1.1.0"), (2, "1.2.0")):  # a notice, never a neighbour version
         item = await rt.store.item(CONVERSATION, f"e{seq}")

@@ -9,6 +9,7 @@ import msgspec
 from lineup import wire
 from lineup.host.views import item_view
 from lineup.runtime import RuntimeStore, Session, classify
+from tests.support.receiving import apply_received
 
 SCOPES = frozenset({"chat"})
 
@@ -46,7 +47,7 @@ async def test_every_kind_becomes_a_safe_row(tmp_path: Path) -> None:
             frame(7, "lineup.v1.message", {"text": "x"}, target={"app_scope": "nope"}), SCOPES
         ),
     ]
-    result = await store.apply_received(received)
+    result = await apply_received(store, received)
     applied, cursors = result.items, result.cursors
     assert cursors == {"c1": 7}
     views = [item_view(item) for item in applied]
@@ -111,7 +112,7 @@ async def test_runtime_bookkeeping_is_never_shown(tmp_path: Path) -> None:
         classify(frame(8, "lineup.v1.app.list", {"capabilities": []}, **runtime), SCOPES),
         classify(frame(9, "lineup.v1.message", {"text": "shown"}), SCOPES),
     ]
-    result = await store.apply_received(received)
+    result = await apply_received(store, received)
     assert len(result.items) == 9  # all stored...
     views = [item_view(item) for item in result.items]
     assert [v.kind if v else None for v in views] == [None] * 8 + ["message"]  # ...one shown

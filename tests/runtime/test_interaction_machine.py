@@ -43,6 +43,7 @@ from tests.support.interactions import (
     at,
     result_id,
 )
+from tests.support.receiving import apply_received
 
 T = TypeVar("T")
 
@@ -258,7 +259,7 @@ class InteractionMachine(RuleBasedStateMachine):
         else:
             code = self.apply(call, Event("dismiss"))
             receipt = "dismissed" if code is None else code
-        applied = self.run(self.h.db.apply_received([frame]))
+        applied = self.run(apply_received(self.h.db, [frame]))
         self.receipts[(call.conversation.id, control_id)] = (call.call_id, receipt)
         event(f"dismiss: {receipt}")
         if receipt == "interaction_not_found":
@@ -280,7 +281,7 @@ class InteractionMachine(RuleBasedStateMachine):
         conversation = CONVERSATIONS[conversation_id]
         frame = self.h.dismiss_frame(conversation, call_id, control_id)
         before = self.h.dump("interactions", "outbox", "interaction_controls")
-        applied = self.run(self.h.db.apply_received([frame]))
+        applied = self.run(apply_received(self.h.db, [frame]))
         assert applied.outbox == []
         assert self.h.dump("interactions", "outbox", "interaction_controls") == before
 
@@ -341,7 +342,7 @@ class InteractionMachine(RuleBasedStateMachine):
             elif kind == "dismiss":
                 control_id = f"ctl-{next(self.names)}"
                 frame = self.h.dismiss_frame(call.conversation, call.call_id, control_id)
-                launched.append(self.h.db.apply_received([frame]))
+                launched.append(apply_received(self.h.db, [frame]))
                 if call.interaction_id is None:
                     receipt = "interaction_not_found"
                     self.not_found_receipts += 1

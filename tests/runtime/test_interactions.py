@@ -39,6 +39,7 @@ from tests.support.interactions import (
     result_rows,
     results,
 )
+from tests.support.receiving import apply_received
 
 A = Conversation("conv-a", "agent-a")
 B = Conversation("conv-b", "agent-b")
@@ -148,7 +149,7 @@ async def test_concurrent_enders_make_one_final_state_and_one_result(
         if actor == "answer":
             launch[actor] = h.db.answer(record.id, A.id, {"selected": ["c"]})
         elif actor == "dismiss":
-            launch[actor] = h.db.apply_received([dismiss])
+            launch[actor] = apply_received(h.db, [dismiss])
         elif actor == "expire":
             launch[actor] = h.db.expire_due()
         else:
@@ -264,7 +265,7 @@ async def test_a_replay_repeats_the_first_receipt_even_when_things_changed(
 ) -> None:
     # Dismissing a call that does not exist yet is refused, with one error receipt...
     early = h.dismiss_frame(A, "later", "ctl-early")
-    refused = await h.db.apply_received([early])
+    refused = await apply_received(h.db, [early])
     (receipt,) = refused.outbox
     assert error_of(receipt.body) == ("interaction_not_found", early.envelope_id)
     # ...and replaying that control after the call arrived does not dismiss it, and
@@ -296,7 +297,7 @@ async def test_a_dismiss_after_the_answer_is_refused_and_sends_nothing(h: StoreH
 async def test_another_agent_cannot_dismiss(h: StoreHarness) -> None:
     record = await start(h, "d3")
     forged = h.dismiss_frame(A, "d3", "ctl-3", sender_id="agent-b")
-    applied = await h.db.apply_received([forged])
+    applied = await apply_received(h.db, [forged])
     (receipt,) = applied.outbox  # an error receipt, not a result
     assert error_of(receipt.body) == ("interaction_not_found", forged.envelope_id)
     still = await h.db.interaction(record.id)

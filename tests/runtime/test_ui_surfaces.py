@@ -20,6 +20,7 @@ from tests.runtime.apps.test_bundle import BUNDLE
 from tests.runtime.apps.test_router import C1, SCOPES, RouterHarness
 from tests.support.app_kernel import queued
 from tests.support.interactions import envelope
+from tests.support.receiving import apply_received
 
 APP = {"id": "dev.lineup.test-app", "version": "1.0.0", "surface": "card"}
 INLINE = ("<p id=x></p>", "p { color: red }", "LineUpSurface.onState(() => {});")
@@ -42,7 +43,7 @@ async def send(
     frame = wire.EnvelopeFrame(
         conversation_id=C1.id, seq=h.next_seq(C1.id), envelope=msgspec.Raw(body)
     )
-    await h.db.apply_received([classify(frame, SCOPES)], inline_surfaces=allow)
+    await apply_received(h.db, [classify(frame, SCOPES)], inline_surfaces=allow)
     return str(msgspec.json.decode(body)["id"])
 
 

@@ -16,10 +16,11 @@ import msgspec
 from lineup.runtime import OutboxItem, RuntimeStore
 from lineup.runtime.apps import instance_store, tool_call_store
 from lineup.runtime.apps.focus import Instances
-from lineup.runtime.apps.kernel import AppKernel, AppsChanged
+from lineup.runtime.apps.kernel import AppKernel
 from lineup.runtime.apps.lifecycle import LIVE, State
 from lineup.runtime.apps.tool_call_store import CallOutcome, StoredToolCall
 from lineup.runtime.apps.tool_calls import Event
+from lineup.runtime.events import AppsChanged
 from tests.support.interactions import Conversation, StoreHarness
 
 TOOL = "test.do"
@@ -47,11 +48,15 @@ class KernelHarness(StoreHarness):
 
     async def open(self) -> RuntimeStore:
         store = await super().open()
-        self.kernel = AppKernel(
-            store, clock=self.clock, emit=self.events.append, send=self.sent.append
-        )
+        self.kernel = AppKernel(store, clock=self.clock)
+        store.listen(send=self.sent.append, emit=self._heard)
         await self.kernel.recover()
         return store
+
+    def _heard(self, event: object) -> None:
+        """What hosts would hear of instances: changes with effects."""
+        if isinstance(event, AppsChanged) and event.effects:
+            self.events.append(event)
 
     @property
     def k(self) -> AppKernel:
@@ -59,7 +64,7 @@ class KernelHarness(StoreHarness):
         return self.kernel
 
     def now(self) -> str:
-        return self.k._now()
+        return self.db.now()
 
     async def stored(self) -> Instances:
         """The value as committed, read back from the file."""

@@ -26,8 +26,8 @@ from lineup.runtime import (
     TimelineChanged,
     classify,
 )
-from lineup.runtime.store import Applied
 from lineup.runtime.tables import result_envelope_id
+from tests.support.receiving import Applied, apply_received
 
 if TYPE_CHECKING:
     from tests.conftest import Pair
@@ -208,15 +208,15 @@ class StoreHarness:
     async def call(
         self, conversation: Conversation, call_id: str, tool: str, **kwargs: Any
     ) -> Applied:
-        return await self.db.apply_received(
-            [self.call_frame(conversation, call_id, tool, **kwargs)]
+        return await apply_received(
+            self.db, [self.call_frame(conversation, call_id, tool, **kwargs)]
         )
 
     async def dismiss(
         self, conversation: Conversation, call_id: str, control_id: str, **kwargs: Any
     ) -> Applied:
-        return await self.db.apply_received(
-            [self.dismiss_frame(conversation, call_id, control_id, **kwargs)]
+        return await apply_received(
+            self.db, [self.dismiss_frame(conversation, call_id, control_id, **kwargs)]
         )
 
     def dump(self, *tables: str) -> dict[str, list[tuple[Any, ...]]]:

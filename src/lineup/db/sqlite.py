@@ -1,10 +1,17 @@
 """One SQLite file: a writer thread with group commit, a small pool of readers.
 
-Every write is a named ``*_txn(conn, ...)`` function run by the single writer
+Every write is a named ``*_txn(txn, ...)`` function run by the single writer
 thread. The writer drains whatever jobs are queued, runs each inside its own
 savepoint of one transaction and commits once, so concurrent writers share one
 fsync (``synchronous=FULL`` in WAL mode makes each commit durable). Reads run on
 per-thread connections that never block the writer (WAL).
+
+Each job gets a ``Txn``, its unit of work: the job runs its SQL through it and
+registers on it what must happen once its changes are durable (send the outbox rows
+it queued, adopt a new in-memory value, tell the hosts). The writer runs those
+callbacks once, in commit order, on the event loop after the commit, and drops them
+when the job's savepoint or the batch's commit is rolled back; no caller runs
+after-commit work by hand.
 """
 
 from __future__ import annotations
@@ -34,10 +41,52 @@ class StorageError(Exception):
     """The engine failed (disk full, database gone): our fault, not the caller's."""
 
 
-class Job:
-    """One queued write: its function, arguments and, once run, its result or error."""
+class Txn:
+    """One writer job's unit of work (Synapse's ``LoggingTransaction.call_after``).
 
-    __slots__ = ("args", "error", "fn", "future", "result", "savepoint")
+    It executes the job's SQL on the writer's connection and collects the callbacks
+    that must run after the commit. Subclasses add typed effects (the Runtime's
+    outbox sends and host events) on top of ``call_after``."""
+
+    __slots__ = ("_after", "_conn")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._after: list[tuple[Callable[..., object], tuple[Any, ...]]] = []
+
+    def execute(self, sql: str, parameters: Any = ()) -> sqlite3.Cursor:
+        return self._conn.execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Any) -> sqlite3.Cursor:
+        return self._conn.executemany(sql, parameters)
+
+    def call_after(self, fn: Callable[..., object], *args: Any) -> None:
+        """Run ``fn(*args)`` on the event loop once this job's changes are committed;
+        never when they are rolled back. Callbacks run in the order registered."""
+        self._after.append((fn, args))
+
+    def run_after(self) -> None:
+        """The writer's part: run the callbacks once (an error is logged by type and
+        does not stop the ones after it)."""
+        after, self._after = self._after, []
+        for fn, args in after:
+            try:
+                fn(*args)
+            except Exception as exc:
+                log.error(
+                    "after-commit callback failed",
+                    extra={"code": "after_commit_failed", "error": type(exc).__name__},
+                )
+
+
+TxnFactory = Callable[[sqlite3.Connection], Txn]
+
+
+class Job:
+    """One queued write: its function, arguments and, once run, its result or error
+    and its unit of work (``None`` when the job failed: nothing of it follows)."""
+
+    __slots__ = ("args", "error", "fn", "future", "result", "savepoint", "txn")
 
     def __init__(
         self,
@@ -52,6 +101,7 @@ class Job:
         self.savepoint = savepoint
         self.result: Any = None
         self.error: BaseException | None = None
+        self.txn: Txn | None = None
 
 
 AfterCommit = Callable[[Sequence[Job]], None]
@@ -68,6 +118,7 @@ class SQLiteDatabase:
         readers: int = 4,
         on_batch_start: Callable[[], None] | None = None,
         after_commit: AfterCommit | None = None,
+        txn_factory: TxnFactory = Txn,
         name: str = "sqlite",
     ) -> None:
         self.path = Path(path)
@@ -76,6 +127,7 @@ class SQLiteDatabase:
         self._readers = readers
         self._on_batch_start = on_batch_start
         self._after_commit = after_commit
+        self._txn_factory = txn_factory
         self._name = name
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._writer: threading.Thread | None = None
@@ -180,17 +232,20 @@ class SQLiteDatabase:
         if self._on_batch_start is not None:
             self._on_batch_start()
         for job in batch:
+            txn = self._txn_factory(conn)
             if job.savepoint:
                 conn.execute("SAVEPOINT job")
                 try:
-                    job.result = job.fn(conn, *job.args)
+                    job.result = job.fn(txn, *job.args)
+                    job.txn = txn
                 except BaseException as exc:
                     conn.execute("ROLLBACK TO job")
                     job.error = exc
                 conn.execute("RELEASE job")
             else:
                 try:
-                    job.result = job.fn(conn, *job.args)
+                    job.result = job.fn(txn, *job.args)
+                    job.txn = txn
                 except BaseException as exc:
                     job.error = exc
         try:
@@ -203,9 +258,14 @@ class SQLiteDatabase:
                 callback()
             for job in batch:
                 job.result = None
+                job.txn = None  # nothing of a rolled-back job follows
                 job.error = StorageError(f"commit failed: {exc}")
 
     def _finish(self, batch: list[Job]) -> None:
+        for job in batch:  # in commit order, before any caller resumes
+            if job.txn is not None:
+                job.txn.run_after()
+                job.txn = None
         for job in batch:
             if job.future.done():
                 continue
@@ -220,7 +280,8 @@ class SQLiteDatabase:
                 log.exception("after-commit listener failed")
 
     def submit(self, fn: Callable[..., T], *args: Any, savepoint: bool = True) -> asyncio.Future[T]:
-        """Queue a transaction function for the writer; calls keep their order.
+        """Queue a transaction function ``fn(txn, *args)`` for the writer; calls keep
+        their order.
 
         Each job runs in a savepoint, so a failing job undoes only itself. A job
         whose only write is one statement (atomic on its own) may skip it.

@@ -39,7 +39,7 @@ from lineup.runtime import (
     ToolCallsChanged,
 )
 from lineup.runtime.apps import sessions_view
-from lineup.runtime.apps.kernel import AppsChanged
+from lineup.runtime.events import AppsChanged
 
 from . import channel
 from .app_centre import AppCentreHost, AppCentreTab

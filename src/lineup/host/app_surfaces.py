@@ -25,9 +25,9 @@ from typing import Any
 from lineup.runtime import Runtime, TimelineChanged, TimelineItem
 from lineup.runtime.apps.app_api import AppApiError
 from lineup.runtime.apps.focus import CloseSurfaces
-from lineup.runtime.apps.kernel import AppsChanged
 from lineup.runtime.apps.lifecycle import LIVE
 from lineup.runtime.apps.lifecycle import State as AppState
+from lineup.runtime.events import AppsChanged
 from lineup.runtime.ui_surfaces import UiEventRefused
 
 from . import channel

@@ -1,6 +1,7 @@
 """The per-user Runtime: transport, local store, sync loop, outbox, inbox, audit, and
 the standard interactions."""
 
+from .events import ConnectionChanged, RuntimeEvent, TimelineChanged, ToolCallsChanged
 from .records import (
     AuditRow,
     ConversationInfo,
@@ -14,13 +15,9 @@ from .records import (
 from .runtime import (
     DEFAULT_SCOPE,
     INVENTORY,
-    ConnectionChanged,
     InteractionRefused,
     NotLoggedIn,
     Runtime,
-    RuntimeEvent,
-    TimelineChanged,
-    ToolCallsChanged,
     classify,
 )
 from .store import RuntimeStore

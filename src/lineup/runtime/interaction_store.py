@@ -8,7 +8,6 @@ transaction. Losers get a refusal code and write nothing but an audit row.
 
 from __future__ import annotations
 
-import sqlite3
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -38,11 +37,12 @@ from .tables import (
     INTERACTION_COLUMNS,
     audit,
     call_spent,
-    get_item,
     interaction,
     queue_from_runtime,
     result_envelope_id,
+    show,
 )
+from .txn import RuntimeTxn, Sql
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +66,7 @@ def _format_time(value: datetime) -> str:
     return value.isoformat(timespec="milliseconds")
 
 
-def get(conn: sqlite3.Connection, interaction_id: str) -> InteractionRecord | None:
+def get(conn: Sql, interaction_id: str) -> InteractionRecord | None:
     row = conn.execute(
         f"SELECT {INTERACTION_COLUMNS} FROM interactions WHERE id = ?",  # noqa: S608
         (interaction_id,),
@@ -74,9 +74,7 @@ def get(conn: sqlite3.Connection, interaction_id: str) -> InteractionRecord | No
     return interaction(row) if row else None
 
 
-def by_call(
-    conn: sqlite3.Connection, conversation_id: str, call_id: str
-) -> InteractionRecord | None:
+def by_call(conn: Sql, conversation_id: str, call_id: str) -> InteractionRecord | None:
     row = conn.execute(
         f"SELECT {INTERACTION_COLUMNS} FROM interactions"  # noqa: S608
         " WHERE conversation_id = ? AND call_id = ?",
@@ -85,7 +83,7 @@ def by_call(
     return interaction(row) if row else None
 
 
-def pending(conn: sqlite3.Connection) -> list[InteractionRecord]:
+def pending(conn: Sql) -> list[InteractionRecord]:
     rows = conn.execute(
         f"SELECT {INTERACTION_COLUMNS} FROM interactions"  # noqa: S608
         " WHERE state = 'pending' ORDER BY expires_at, id"
@@ -93,7 +91,7 @@ def pending(conn: sqlite3.Connection) -> list[InteractionRecord]:
     return [interaction(row) for row in rows]
 
 
-def next_expiry(conn: sqlite3.Connection) -> str | None:
+def next_expiry(conn: Sql) -> str | None:
     row = conn.execute(
         "SELECT MIN(expires_at) FROM interactions WHERE state = 'pending'"
     ).fetchone()
@@ -111,17 +109,15 @@ def spec_of(record: InteractionRecord) -> Interaction:
 # --- creating ------------------------------------------------------------------------------
 
 
-def create(
-    conn: sqlite3.Connection, received: Received, intent: ToolCallIntent, now: str
-) -> Outcome | None:
+def create(txn: RuntimeTxn, received: Received, intent: ToolCallIntent, now: str) -> Outcome | None:
     """Handle a ``tool.call`` whose timeline row was just stored. ``None`` for a
     duplicate call id (its one result was already decided: nothing is sent again)."""
     conversation_id = received.conversation_id
     subject = f"{conversation_id}/{intent.call_id}"
-    if call_spent(conn, conversation_id, intent.call_id):
-        audit(conn, now, "agent", "tool.call", subject, "duplicate", ErrorCode.CALL_ALREADY_FINAL)
+    if call_spent(txn, conversation_id, intent.call_id):
+        audit(txn, now, "agent", "tool.call", subject, "duplicate", ErrorCode.CALL_ALREADY_FINAL)
         return None
-    agent = conn.execute(
+    agent = txn.execute(
         "SELECT agent_id FROM conversations WHERE id = ?", (conversation_id,)
     ).fetchone()
     code: str | None = None
@@ -130,7 +126,7 @@ def create(
     elif intent.refusal is not None:
         code = intent.refusal.code
     elif intent.app_session_id is not None and not _app_session_usable(
-        conn, intent.app_session_id, conversation_id, intent.sender_id
+        txn, intent.app_session_id, conversation_id, intent.sender_id
     ):
         code = ErrorCode.APP_SESSION_NOT_FOUND
     if code is not None or intent.interaction is None:
@@ -140,7 +136,7 @@ def create(
         if refusal is not None and refusal.code == code:  # its own words, and where
             message = refusal.message + (f" (at {refusal.path})" if refusal.path else "")
         rejected = refuse_call(
-            conn, conversation_id, intent.call_id, received.envelope_id or "", code, message, now
+            txn, conversation_id, intent.call_id, received.envelope_id or "", code, message, now
         )
         return Outcome(None, code=code, outbox=rejected)
 
@@ -151,7 +147,7 @@ def create(
     )
     interaction_id = f"int_{uuid.uuid4().hex}"
     state = State.PENDING if delay is not None else State.ACCEPTED
-    conn.execute(
+    txn.execute(
         "INSERT INTO interactions (id, conversation_id, call_id, envelope_id, agent_id,"
         " app_session_id, tool, arguments, state, created_at, expires_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -169,17 +165,17 @@ def create(
             expires_at,
         ),
     )
-    audit(conn, now, "agent", "interaction", subject, "created", spec.kind)
+    audit(txn, now, "agent", "interaction", subject, "created", spec.kind)
     outbox: OutboxItem | None = None
     if state is State.ACCEPTED:  # a notice: stored and shown is all it waits for
-        outbox = _finish_row(conn, interaction_id, State.ACCEPTED, {}, None, now, pending=False)
-    record = get(conn, interaction_id)
+        outbox = _finish_row(txn, interaction_id, State.ACCEPTED, {}, None, now, pending=False)
+    record = get(txn, interaction_id)
     assert record is not None
     return Outcome(record, won=state is State.ACCEPTED, outbox=outbox)
 
 
 def refuse_call(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     conversation_id: str,
     call_id: str,
     envelope_id: str,
@@ -190,13 +186,13 @@ def refuse_call(
     """Refuse a ``tool.call`` before anything was created: the call id is spent in
     ``refused_calls`` and its one ``rejected`` result is queued (also used by the Tool
     Router for ordinary tools)."""
-    conn.execute(
+    txn.execute(
         "INSERT INTO refused_calls (conversation_id, call_id, envelope_id, code, at)"
         " VALUES (?, ?, ?, ?, ?)",
         (conversation_id, call_id, envelope_id, code, now),
     )
     rejected = _queue_result(
-        conn,
+        txn,
         conversation_id,
         call_id,
         payloads.ToolResult(
@@ -206,12 +202,12 @@ def refuse_call(
         ),
         now,
     )
-    audit(conn, now, "agent", "tool.call", f"{conversation_id}/{call_id}", "rejected", code)
+    audit(txn, now, "agent", "tool.call", f"{conversation_id}/{call_id}", "rejected", code)
     return rejected
 
 
 def _app_session_usable(
-    conn: sqlite3.Connection, app_session_id: str, conversation_id: str, agent_id: str
+    conn: Sql, app_session_id: str, conversation_id: str, agent_id: str
 ) -> bool:
     """A real sub-session of this conversation and agent; a closed one is still valid
     history context (it is not revived)."""
@@ -226,7 +222,7 @@ def _app_session_usable(
 
 
 def act(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     record: InteractionRecord,
     event: Event,
     now: str,
@@ -243,27 +239,27 @@ def act(
         expires_at=None if record.expires_at is None else _parse_time(record.expires_at),
     )
     if decision.to is None:
-        audit(conn, now, actor, event.value, subject, "refused", decision.refusal)
+        audit(txn, now, actor, event.value, subject, "refused", decision.refusal)
         return Outcome(record, code=decision.refusal)
     result: dict[str, Any] | None = None
     if decision.effective is Event.ANSWER:
         checked = check_answer(spec_of(record), answer)
         if not isinstance(checked, dict):
-            audit(conn, now, actor, event.value, subject, "refused", checked.code)
+            audit(txn, now, actor, event.value, subject, "refused", checked.code)
             return Outcome(record, code=checked.code)
         result = checked
-    outbox = _finish_row(conn, record.id, decision.to, result, None, now, pending=True)
+    outbox = _finish_row(txn, record.id, decision.to, result, None, now, pending=True)
     if outbox is None:  # cannot happen inside the writer's transaction; be safe anyway
         return Outcome(record, code=ErrorCode.CALL_ALREADY_FINAL)
-    audit(conn, now, actor, decision.effective.value, subject, decision.to.value)
-    updated = get(conn, record.id)
-    card = get_item(conn, record.conversation_id, record.envelope_id)
+    audit(txn, now, actor, decision.effective.value, subject, decision.to.value)
+    updated = get(txn, record.id)
+    card = show(txn, record.conversation_id, record.envelope_id)
     won = decision.effective is event
     return Outcome(updated, won=won, code=decision.refusal, card=card, outbox=outbox)
 
 
 def _finish_row(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     interaction_id: str,
     to: State,
     result: dict[str, Any] | None,
@@ -274,10 +270,10 @@ def _finish_row(
 ) -> OutboxItem | None:
     assert to in FINAL
     guard = "pending" if pending else to.value
-    record = get(conn, interaction_id)
+    record = get(txn, interaction_id)
     assert record is not None
     error = RESULT_ERROR.get(to)
-    changed = conn.execute(
+    changed = txn.execute(
         "UPDATE interactions SET state = ?, final_at = ?, result = ?, code = ?,"
         " result_envelope_id = ? WHERE id = ? AND state = ?",
         (
@@ -293,7 +289,7 @@ def _finish_row(
     if not changed:
         return None
     return _queue_result(
-        conn,
+        txn,
         record.conversation_id,
         record.call_id,
         payloads.ToolResult(
@@ -307,51 +303,49 @@ def _finish_row(
 
 
 def _queue_result(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     conversation_id: str,
     call_id: str,
     result: payloads.ToolResult,
     now: str,
 ) -> OutboxItem:
     envelope_id = result_envelope_id(conversation_id, call_id)
-    return queue_from_runtime(conn, ToolResultEnvelope, envelope_id, conversation_id, result, now)
+    return queue_from_runtime(txn, ToolResultEnvelope, envelope_id, conversation_id, result, now)
 
 
 def answer(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     interaction_id: str,
     conversation_id: str,
     value: Any,
     now: str,
 ) -> Outcome:
-    record = get(conn, interaction_id)
+    record = get(txn, interaction_id)
     if record is None or record.conversation_id != conversation_id:
-        audit(conn, now, "user", "answer", interaction_id[:64], "refused", "interaction_not_found")
+        audit(txn, now, "user", "answer", interaction_id[:64], "refused", "interaction_not_found")
         return Outcome(None, code=ErrorCode.INTERACTION_NOT_FOUND)
-    return act(conn, record, Event.ANSWER, now, actor="user", answer=value)
+    return act(txn, record, Event.ANSWER, now, actor="user", answer=value)
 
 
-def dismiss(
-    conn: sqlite3.Connection, conversation_id: str, intent: DismissIntent, now: str
-) -> Outcome:
+def dismiss(txn: RuntimeTxn, conversation_id: str, intent: DismissIntent, now: str) -> Outcome:
     """``interaction.dismiss`` from the agent: idempotent by ``control_id``."""
-    replay = conn.execute(
+    replay = txn.execute(
         "SELECT outcome FROM interaction_controls WHERE conversation_id = ? AND control_id = ?",
         (conversation_id, intent.control_id),
     ).fetchone()
     subject = f"{conversation_id}/{intent.call_id}"
     if replay is not None:
-        audit(conn, now, "agent", "dismiss", subject, "replayed", replay[0])
-        return Outcome(by_call(conn, conversation_id, intent.call_id), code=replay[0])
-    record = by_call(conn, conversation_id, intent.call_id)
-    agent = conn.execute(
+        audit(txn, now, "agent", "dismiss", subject, "replayed", replay[0])
+        return Outcome(by_call(txn, conversation_id, intent.call_id), code=replay[0])
+    record = by_call(txn, conversation_id, intent.call_id)
+    agent = txn.execute(
         "SELECT agent_id FROM conversations WHERE id = ?", (conversation_id,)
     ).fetchone()
     if record is None or agent is None or agent[0] != intent.sender_id:
         # Nothing to end. The agent still gets an answer, once per control: an error
         # envelope referring to its dismiss (never a tool.result: there is no call).
         notice = queue_from_runtime(
-            conn,
+            txn,
             ErrorEnvelope,
             f"err_{result_envelope_id(conversation_id, intent.control_id)[4:]}",
             conversation_id,
@@ -363,11 +357,11 @@ def dismiss(
             now,
         )
         outcome = Outcome(None, code=ErrorCode.INTERACTION_NOT_FOUND, outbox=notice)
-        audit(conn, now, "agent", "dismiss", subject, "refused", outcome.code)
+        audit(txn, now, "agent", "dismiss", subject, "refused", outcome.code)
     else:
-        outcome = act(conn, record, Event.DISMISS, now, actor="agent")
+        outcome = act(txn, record, Event.DISMISS, now, actor="agent")
     receipt = State.DISMISSED.value if outcome.won else (outcome.code or "refused")
-    conn.execute(
+    txn.execute(
         "INSERT INTO interaction_controls (conversation_id, control_id, call_id, outcome, at)"
         " VALUES (?, ?, ?, ?, ?)",
         (conversation_id, intent.control_id, intent.call_id, receipt, now),
@@ -375,47 +369,47 @@ def dismiss(
     return outcome
 
 
-def expire_due(conn: sqlite3.Connection, now: str) -> list[Outcome]:
-    rows = conn.execute(
+def expire_due(txn: RuntimeTxn, now: str) -> list[Outcome]:
+    rows = txn.execute(
         f"SELECT {INTERACTION_COLUMNS} FROM interactions"  # noqa: S608
         " WHERE state = 'pending' AND expires_at <= ? ORDER BY expires_at",
         (now,),
     ).fetchall()
-    return [act(conn, interaction(row), Event.EXPIRE, now, actor="runtime") for row in rows]
+    return [act(txn, interaction(row), Event.EXPIRE, now, actor="runtime") for row in rows]
 
 
-def fail(conn: sqlite3.Connection, interaction_id: str, now: str) -> Outcome:
-    record = get(conn, interaction_id)
+def fail(txn: RuntimeTxn, interaction_id: str, now: str) -> Outcome:
+    record = get(txn, interaction_id)
     if record is None:
         return Outcome(None, code=ErrorCode.INTERACTION_NOT_FOUND)
-    return act(conn, record, Event.FAIL, now, actor="runtime")
+    return act(txn, record, Event.FAIL, now, actor="runtime")
 
 
 # --- inventory and app sessions --------------------------------------------------------------
 
 
 def publish_inventory(
-    conn: sqlite3.Connection, conversation_id: str, inventory: payloads.ClientInventory, now: str
+    txn: RuntimeTxn, conversation_id: str, inventory: payloads.ClientInventory, now: str
 ) -> OutboxItem | None:
     """Queue the inventory to a conversation unless that revision was already queued."""
-    row = conn.execute(
+    row = txn.execute(
         "SELECT revision FROM inventory_published WHERE conversation_id = ?", (conversation_id,)
     ).fetchone()
     if row is not None and row[0] == inventory.revision:
         return None
-    conn.execute(
+    txn.execute(
         "INSERT INTO inventory_published (conversation_id, revision, at) VALUES (?, ?, ?)"
         " ON CONFLICT (conversation_id) DO UPDATE SET revision = excluded.revision,"
         " at = excluded.at",
         (conversation_id, inventory.revision, now),
     )
     return queue_from_runtime(
-        conn, ClientInventoryEnvelope, f"inv_{uuid.uuid4().hex}", conversation_id, inventory, now
+        txn, ClientInventoryEnvelope, f"inv_{uuid.uuid4().hex}", conversation_id, inventory, now
     )
 
 
 def open_app_session(
-    conn: sqlite3.Connection,
+    conn: Sql,
     app_session_id: str,
     conversation_id: str,
     agent_id: str,
@@ -431,7 +425,7 @@ def open_app_session(
     )
 
 
-def close_app_session(conn: sqlite3.Connection, app_session_id: str, now: str) -> bool:
+def close_app_session(conn: Sql, app_session_id: str, now: str) -> bool:
     return (
         conn.execute(
             "UPDATE app_sessions SET state = 'closed', closed_at = ?"

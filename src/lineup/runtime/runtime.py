@@ -14,8 +14,7 @@ import contextlib
 import logging
 import os
 import uuid
-from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Coroutine
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -45,14 +44,23 @@ from lineup.protocol.interactions import MAX_INPUT_CHARS, TOOL_IDS, Interaction,
 from lineup.protocol.interactions import inventory as build_inventory
 from lineup.protocol.payloads import ClientInventory
 
+from . import receive
 from .apps import registry
 from .apps.app_api import AppApi
 from .apps.focus import CancelBoundTools
-from .apps.installer import CATALOG_INTERVAL, AppCentreChanged, AppDelivery
-from .apps.kernel import AppKernel, AppsChanged
+from .apps.installer import CATALOG_INTERVAL, AppDelivery
+from .apps.kernel import AppKernel
 from .apps.registry import INITIAL_REVISION, AppRegistry
 from .apps.router import ToolRouter
-from .capabilities.gateway import CapabilitiesChanged, CapabilityGateway
+from .capabilities.gateway import CapabilityGateway
+from .events import (
+    AppsChanged,
+    ConnectionChanged,
+    InventoryChanged,
+    Listener,
+    RuntimeEvent,
+    ToolCallsChanged,
+)
 from .interaction_store import Outcome
 from .records import (
     ConversationInfo,
@@ -64,7 +72,9 @@ from .records import (
     TimelineItem,
     ToolCallIntent,
 )
-from .store import RuntimeStore
+from .store import RuntimeStore, upsert_conversation_txn
+from .tables import has_session
+from .txn import RuntimeTxn
 from .ui_surfaces import UiEventRefused
 
 log = logging.getLogger("lineup.runtime")
@@ -85,38 +95,6 @@ enabled apps and bumps the revision whenever the content changes."""
 MAX_DRAFTS = 1000
 MAX_EXPIRY_WAIT_S = 60.0
 """The expiry timer re-reads the clock at least this often (clock jumps, suspend)."""
-
-
-@dataclass(frozen=True, slots=True)
-class TimelineChanged:
-    item: TimelineItem
-
-
-@dataclass(frozen=True, slots=True)
-class ConnectionChanged:
-    state: ConnectionState | str
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallsChanged:
-    """Something for these instances' apps arrived: calls bound to them arrived or
-    ended (``topic`` ``tools``: the MiniApp SDK lists them again), envelopes for
-    their app scope reached the inbox (``inbox``), or their own capability calls
-    changed (``capabilities``)."""
-
-    instance_ids: frozenset[str]
-    topic: str = "tools"
-
-
-RuntimeEvent = (
-    TimelineChanged
-    | ConnectionChanged
-    | AppsChanged
-    | ToolCallsChanged
-    | CapabilitiesChanged
-    | AppCentreChanged
-)
-Listener = Callable[[RuntimeEvent], None]
 
 
 class DataDirInUse(Exception):
@@ -173,23 +151,16 @@ class Runtime:
         self._expiry_changed = asyncio.Event()
         self._drafts: dict[str, str] = {}  # interaction id -> unsent input (memory only)
         self._background: set[asyncio.Task[None]] = set()
-        self.apps = AppKernel(self.store, clock=self._clock, emit=self._emit, send=self._start_send)
+        self.apps = AppKernel(self.store, clock=self._clock)
         """The MiniApp kernel: instances, focus and their sub-sessions."""
-        self.registry = AppRegistry(
-            self.store,
-            clock=self._clock,
-            on_change=self._inventory_changed,
-            initial=INVENTORY,
-            kernel=self.apps,
-        )
+        self.registry = AppRegistry(self.store, clock=self._clock, initial=INVENTORY)
         """Installed and enabled apps; the inventory they make."""
-        self.tools = ToolRouter(self.store, self.apps, clock=self._clock, send=self._start_send)
+        self.tools = ToolRouter(self.store, clock=self._clock)
         """The Tool Router's app side: results, timeouts, acks of ordinary tool calls."""
         self.capabilities = CapabilityGateway(
             self.store,
             clock=self._clock,
             emit=self._emit,
-            send=self._start_send,
             inventory_changed=self.registry.refresh,
             apps_told=lambda ids: self._emit(ToolCallsChanged(ids, "capabilities")),
             deadline_added=self._expiry_changed.set,
@@ -201,17 +172,17 @@ class Runtime:
         """What a MiniApp may ask (the MiniApp SDK's requests, through a host)."""
         self.delivery = AppDelivery(
             self.store,
-            self.registry,
-            self.apps,
             VerifiedCache(self.data_dir / VERIFIED_CACHE_DIR),
             clock=self._clock,
-            emit=self._emit,
-            send=self._start_send,
-            ended=self._surfaces_ended,
             catalog_client=self._catalog_client,
         )
         """Signed delivery: trusted keys, the catalog, install, update, revoke, remove."""
         self._scopes = self._known_scopes
+        # After the kernel and the registry (they adopt their values first): what every
+        # committed unit of work sends, tells and wakes.
+        self.store.listen(
+            send=self._start_send, emit=self._emit, deadline_added=self._expiry_changed.set
+        )
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -255,15 +226,11 @@ class Runtime:
         """What this Runtime advertises now (``inv-<n>``, monotonic)."""
         return self.registry.inventory
 
-    async def _inventory_changed(self, inventory: ClientInventory) -> None:
-        """The advertised content changed: accept calls for the enabled apps' scopes
-        and publish the new revision to every conversation."""
+    def _accept_scopes(self, inventory: ClientInventory) -> None:
+        """The inventory was recomputed (and published in that transaction): accept
+        calls for the enabled apps' scopes."""
         scopes = {t.target.app_scope for t in inventory.tools if t.target is not None}
         self._scopes = self._known_scopes | scopes
-        if self.session is None:
-            return  # nothing to publish to (and nobody to publish as) before a login
-        for conversation in await self.store.conversations():
-            await self._publish_inventory(conversation.id)
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Hear about timeline and connection changes; returns the unsubscribe call."""
@@ -271,7 +238,12 @@ class Runtime:
         return lambda: self._listeners.remove(listener)
 
     def _emit(self, event: RuntimeEvent) -> None:
+        if isinstance(event, InventoryChanged):
+            self._accept_scopes(event.inventory)
+            return  # internal: hosts are not told
         if isinstance(event, AppsChanged):
+            if not event.effects:
+                return  # the kernel adopted the value; nothing for hosts
             self._cancel_app_capabilities(event)
         for listener in list(self._listeners):
             try:
@@ -284,11 +256,17 @@ class Runtime:
         capability's result either: its calls still waiting end ``cancelled``."""
         ended = {e.instance_id for e in event.effects if isinstance(e, CancelBoundTools)}
         for instance_id in ended:
-            task = asyncio.get_running_loop().create_task(
-                self.capabilities.cancel_for_app(instance_id)
-            )
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            self._spawn(self.capabilities.cancel_for_app(instance_id))
+
+    def _spawn(self, job: Coroutine[Any, Any, None]) -> None:
+        """Follow-up work of a commit: in the sync loop's task group while it runs,
+        else a tracked task; a failure is logged by its type, never lost."""
+        if self._tasks is not None:
+            self._tasks.create_task(_logged(job))
+            return
+        task = asyncio.get_running_loop().create_task(_logged(job))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     # --- session ----------------------------------------------------------------------------
 
@@ -338,8 +316,7 @@ class Runtime:
         if response.status_code >= 400:
             raise SendRejected(msgspec.json.decode(response.content, type=ErrorResponse).error)
         record = msgspec.json.decode(response.content, type=wire.Conversation)
-        await self.store.upsert_conversation(record.id, record.agent_id, record.title)
-        await self._publish_inventory(record.id)
+        await self._conversation_known(record.id, record.agent_id, record.title)
         return ConversationInfo(record.id, record.agent_id, record.title, 0)
 
     async def _sync_conversation_list(self) -> None:
@@ -377,19 +354,12 @@ class Runtime:
         checked = decode(body)
         if isinstance(checked, Rejection):
             raise SendRejected(checked.as_body())
-        item = await self.store.queue_envelope(
+        return await self.store.queue_envelope(
             conversation_id, envelope.id, envelope.type, "user", body
         )
-        self._emit(TimelineChanged(item))
-        self._start_send(OutboxItem(0, conversation_id, envelope.id, body))
-        return item
 
     async def retry(self, conversation_id: str, envelope_id: str) -> TimelineItem | None:
-        item = await self.store.retry(conversation_id, envelope_id)
-        if item is not None:
-            self._emit(TimelineChanged(item))
-            self._start_send(OutboxItem(0, conversation_id, envelope_id, item.body))
-        return item
+        return await self.store.retry(conversation_id, envelope_id)
 
     # --- interactions ---------------------------------------------------------------------
 
@@ -440,6 +410,8 @@ class Runtime:
         return dict(self._drafts)
 
     def _after(self, outcome: Outcome) -> None:
+        """The card and the result followed the commit; what is left is the Runtime's
+        memory (the draft goes) and the log."""
         record = outcome.interaction
         if outcome.outbox is not None and record is not None and record.final_at is not None:
             # Ids, tool and state only: never the prompt, the arguments or the answer.
@@ -447,12 +419,8 @@ class Runtime:
                 "interaction ended",
                 extra={"interaction": record.id, "tool": record.tool, "state": record.state},
             )
-        if outcome.card is not None:
-            self._emit(TimelineChanged(outcome.card))
-        if outcome.outbox is not None:
-            if outcome.interaction is not None:
-                self._drafts.pop(outcome.interaction.id, None)
-            self._start_send(outcome.outbox)
+        if outcome.outbox is not None and outcome.interaction is not None:
+            self._drafts.pop(outcome.interaction.id, None)
 
     async def _expiry_loop(self) -> None:
         """Fire each pending interaction's expiry at its stored ``expires_at``, also
@@ -460,10 +428,7 @@ class Runtime:
         while True:
             self._expiry_changed.clear()
             await self.expire_due()
-            timed_out = await self.tools.due()  # ordinary tool calls past their timeout_ms
-            ended = {o.call.instance_id for o in timed_out if o.call and o.call.instance_id}
-            if ended:
-                self._emit(ToolCallsChanged(frozenset(ended)))
+            await self.tools.due()  # ordinary tool calls past their timeout_ms
             await self.capabilities.due()
             due_at = [
                 await self.store.next_expiry(),
@@ -477,20 +442,12 @@ class Runtime:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._expiry_changed.wait(), delay)
 
-    async def _publish_inventory(self, conversation_id: str) -> None:
-        item = await self.store.publish_inventory(conversation_id, self.inventory)
-        if item is not None:
-            self._start_send(item)
-        await self._publish_app_list(conversation_id)
-
-    async def _publish_app_list(self, conversation_id: str) -> None:
-        """``app.list`` (runtime-sent, docs/protocol.md) follows the inventory: queued
-        when its capability projection differs from the one last queued there."""
-        item = await self.store.db.write(
-            registry.publish_app_list, conversation_id, self.inventory, self._stamp()
+    async def _conversation_known(self, conversation_id: str, agent_id: str, title: str) -> None:
+        """Keep a conversation and advertise the current inventory to it (with its
+        ``app.list``), in one transaction."""
+        await self.store.db.write(
+            _conversation_txn, conversation_id, agent_id, title, self.inventory, self._stamp()
         )
-        if item is not None:
-            self._start_send(item)
 
     def _stamp(self) -> str:
         return self._clock().astimezone(UTC).isoformat(timespec="milliseconds")
@@ -501,10 +458,7 @@ class Runtime:
         """The person acted in a surface the agent opened: send the agent a
         ``lineup.v1.ui.event`` (``close`` also ends the surface). Raises
         ``ui_surfaces.UiEventRefused`` with a stable code."""
-        outcome = await self.store.ui_event(conversation_id, instance_id, name, data)
-        await self._rows_changed((conversation_id, e) for e in outcome.changed)
-        for outgoing in outcome.outbox:
-            self._start_send(outgoing)
+        await self.store.ui_event(conversation_id, instance_id, name, data)
 
     async def app_event(self, instance_id: str, name: str, data: dict[str, Any]) -> None:
         """The person acted in a MiniApp instance's surface and the app reported it
@@ -513,11 +467,9 @@ class Runtime:
         record = self.apps.record(instance_id)
         if record is None or record.conversation_id is None:
             raise UiEventRefused(ErrorCode.APP_INSTANCE_NOT_FOUND.value)
-        outcome = await self.store.app_event(
+        await self.store.app_event(
             record.conversation_id, instance_id, record.app_scope, name, data
         )
-        for outgoing in outcome.outbox:
-            self._start_send(outgoing)
 
     async def grant_capability(
         self, app_id: str, name: str, *, version: str = "1.0", risk: str = "user_confirmation"
@@ -534,16 +486,6 @@ class Runtime:
             return None
         return CatalogClient(self.session.server_url, self.session.token)
 
-    async def _surfaces_ended(self, ended: list[tuple[str, str, OutboxItem]]) -> None:
-        await self._rows_changed((c, e) for c, e, _ in ended)
-
-    async def _rows_changed(self, rows: Iterable[tuple[str, str]]) -> None:
-        """Tell hosts these timeline rows (conversation id, envelope id) changed."""
-        for conversation_id, envelope_id in rows:
-            item = await self.store.item(conversation_id, envelope_id)
-            if item is not None:
-                self._emit(TimelineChanged(item))
-
     def _start_send(self, item: OutboxItem) -> None:
         if self._tasks is not None and self._connection is not None:
             self._tasks.create_task(self._send(self._connection, item))
@@ -555,15 +497,13 @@ class Runtime:
         except SendRejected as exc:
             if exc.code == ErrorCode.UNAVAILABLE:
                 return  # stays in the outbox; sent again on the next run or reconnect
-            changed = await self.store.mark_failed(item.conversation_id, item.envelope_id, exc.code)
+            await self.store.mark_failed(item.conversation_id, item.envelope_id, exc.code)
         except (ClientClosed, AuthenticationFailed):
             return  # stays in the outbox
         else:
-            changed = await self.store.mark_sent(item.conversation_id, item.envelope_id, ack.seq)
+            await self.store.mark_sent(item.conversation_id, item.envelope_id, ack.seq)
             if item.envelope_id.startswith("res_"):  # a tool result: its call is delivered
                 await self.tools.delivered(item.conversation_id, item.envelope_id)
-        if changed is not None:
-            self._emit(TimelineChanged(changed))
 
     # --- the sync loop ----------------------------------------------------------------------
 
@@ -572,11 +512,7 @@ class Runtime:
         session = self._session()
         await self._sync_conversation_list()
         self._cursors = {c.id: c.cursor for c in await self.store.conversations()}
-        for conversation_id in self._cursors:
-            await self.store.publish_inventory(conversation_id, self.inventory)
-            await self.store.db.write(
-                registry.publish_app_list, conversation_id, self.inventory, self._stamp()
-            )
+        await self.store.db.write(registry.publish_everywhere, self.inventory, self._stamp())
         connection = Connection(
             stream_url(session.server_url),
             session.token,
@@ -640,9 +576,8 @@ class Runtime:
             self._incoming_ready.set()
         elif isinstance(frame, wire.ConversationFrame):
             record = frame.conversation
-            await self.store.upsert_conversation(record.id, record.agent_id, record.title)
+            await self._conversation_known(record.id, record.agent_id, record.title)
             self._cursors.setdefault(record.id, 0)
-            await self._publish_inventory(record.id)
         elif isinstance(frame, wire.Synced):
             self.ready.set()
         elif isinstance(frame, wire.ErrorFrame):
@@ -656,31 +591,31 @@ class Runtime:
             batch, self._incoming = self._incoming, []
             if not batch:
                 continue
-            applied = await self.store.apply_received(
-                batch,
-                lifecycle=self.tools.lifecycle,
-                inline_surfaces=self.inline_surfaces,
-                remembered=self.capabilities.remembered(),
+            context = receive.Context(
+                self._stamp(), self.inline_surfaces, self.capabilities.remembered()
             )
-            self.capabilities.arrived(applied.capability_calls)
-            self.tools.adopt(tuple(applied.lifecycle))
-            if applied.bound:
-                self._emit(ToolCallsChanged(frozenset(applied.bound)))
-            self._cursors.update(applied.cursors)
-            inboxed = {(r.app_scope, r.conversation_id) for r in batch if r.app_scope}
-            readers = {
-                record.instance_id
-                for record in self.apps.instances().live()
-                if (record.app_scope, record.conversation_id) in inboxed
-            }
-            if readers:
-                self._emit(ToolCallsChanged(frozenset(readers), "inbox"))
-            for item in applied.items:
-                self._emit(TimelineChanged(item))
-            for outgoing in applied.outbox:
-                self._start_send(outgoing)
-            if applied.expiry_changed:
-                self._expiry_changed.set()
+            moved = await self.store.db.write(receive.apply_batch, batch, context)
+            self._cursors.update(moved)
+
+
+async def _logged(job: Coroutine[Any, Any, None]) -> None:
+    try:
+        await job
+    except Exception as exc:
+        log.error("runtime job failed", extra={"error": type(exc).__name__})
+
+
+def _conversation_txn(
+    txn: RuntimeTxn,
+    conversation_id: str,
+    agent_id: str,
+    title: str,
+    inventory: ClientInventory,
+    now: str,
+) -> None:
+    upsert_conversation_txn(txn, conversation_id, agent_id, title, now)
+    if has_session(txn):  # nobody to publish as before a login
+        registry.publish_to(txn, conversation_id, inventory, now)
 
 
 def classify(

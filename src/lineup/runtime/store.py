@@ -2,23 +2,28 @@
 
 Every state change and the envelope it must send are written in one transaction
 (the transactional outbox); every received envelope, its inbox rows and the new
-cursor too. Audit rows hold ids, types and codes only, never content.
+cursor too (``receive``). Audit rows hold ids, types and codes only, never content.
+
+Each writer job runs with a ``RuntimeTxn``; what it registers runs after its commit
+through the store's sinks: outbox rows go to the senders, events to the listeners
+(the kernel and the registry adopt their values first, then the Runtime tells the
+hosts), new deadlines wake the timer. This module keeps the session,
+conversations, timeline, outbox, inbox and audit, and imports nothing that routes.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lineup.db import SQLiteDatabase
 from lineup.protocol.payloads import ClientInventory
 
 from . import interaction_store, migrations, ui_surfaces
+from .events import RuntimeEvent
 from .interaction_store import Outcome
 from .records import (
     AuditRow,
@@ -26,17 +31,12 @@ from .records import (
     InboxItem,
     InteractionRecord,
     OutboxItem,
-    Received,
     Session,
     SurfaceRecord,
     TimelineItem,
 )
-from .tables import TIMELINE_SELECT, audit, get_item, queue, timeline_item
-
-if TYPE_CHECKING:
-    from .apps.instance_store import LifecycleResult
-    from .apps.router import LifecycleHook
-    from .capabilities.gateway import Outcome as CapabilityOutcome
+from .tables import TIMELINE_SELECT, audit, get_item, queue, show, timeline_item
+from .txn import RuntimeTxn, Sql
 
 Clock = Callable[[], datetime]
 
@@ -45,11 +45,54 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+class Sinks:
+    """Where committed units of work go, in the order listeners were added."""
+
+    def __init__(self) -> None:
+        self.senders: list[Callable[[OutboxItem], None]] = []
+        self.listeners: list[Callable[[RuntimeEvent], None]] = []
+        self.timers: list[Callable[[], None]] = []
+
+    def send(self, item: OutboxItem) -> None:
+        for send in self.senders:
+            send(item)
+
+    def emit(self, event: RuntimeEvent) -> None:
+        for listener in self.listeners:
+            listener(event)
+
+    def deadline_added(self) -> None:
+        for timer in self.timers:
+            timer()
+
+
 class RuntimeStore:
     def __init__(self, path: str | Path, *, clock: Clock = _utcnow) -> None:
         self.path = Path(path)
         self._clock = clock
-        self._db = SQLiteDatabase(self.path, resources.files(migrations), readers=2, name="runtime")
+        self._sinks = Sinks()
+        self._db = SQLiteDatabase(
+            self.path,
+            resources.files(migrations),
+            readers=2,
+            name="runtime",
+            txn_factory=lambda conn: RuntimeTxn(conn, self._sinks),
+        )
+
+    def listen(
+        self,
+        *,
+        send: Callable[[OutboxItem], None] | None = None,
+        emit: Callable[[RuntimeEvent], None] | None = None,
+        deadline_added: Callable[[], None] | None = None,
+    ) -> None:
+        """Run these for every committed unit of work (see ``RuntimeTxn``)."""
+        if send is not None:
+            self._sinks.senders.append(send)
+        if emit is not None:
+            self._sinks.listeners.append(emit)
+        if deadline_added is not None:
+            self._sinks.timers.append(deadline_added)
 
     @property
     def db(self) -> SQLiteDatabase:
@@ -63,26 +106,25 @@ class RuntimeStore:
     async def close(self) -> None:
         await self._db.close()
 
-    def _now(self) -> str:
+    def now(self) -> str:
+        """The store's clock, as the timestamps it stores."""
         return self._clock().astimezone(UTC).isoformat(timespec="milliseconds")
 
     # --- session --------------------------------------------------------------------------
 
     async def save_session(self, session: Session) -> None:
-        await self._db.write(_save_session_txn, session, self._now())
+        await self._db.write(_save_session_txn, session, self.now())
 
     async def load_session(self) -> Session | None:
         return await self._db.read(_load_session)
 
     async def clear_session(self) -> None:
-        await self._db.write(_clear_session_txn, self._now())
+        await self._db.write(_clear_session_txn, self.now())
 
     # --- conversations ---------------------------------------------------------------------
 
     async def upsert_conversation(self, conversation_id: str, agent_id: str, title: str) -> None:
-        await self._db.write(
-            _upsert_conversation_txn, conversation_id, agent_id, title, self._now()
-        )
+        await self._db.write(upsert_conversation_txn, conversation_id, agent_id, title, self.now())
 
     async def conversations(self) -> list[ConversationInfo]:
         return await self._db.read(_conversations)
@@ -94,7 +136,7 @@ class RuntimeStore:
     ) -> TimelineItem:
         """Show it (``sending``) and put it in the outbox, in one transaction."""
         return await self._db.write(
-            _queue_txn, conversation_id, envelope_id, type, sender_kind, body, self._now()
+            _queue_txn, conversation_id, envelope_id, type, sender_kind, body, self.now()
         )
 
     async def outbox(self) -> list[OutboxItem]:
@@ -103,44 +145,18 @@ class RuntimeStore:
     async def mark_sent(
         self, conversation_id: str, envelope_id: str, seq: int
     ) -> TimelineItem | None:
-        return await self._db.write(_mark_sent_txn, conversation_id, envelope_id, seq, self._now())
+        return await self._db.write(_mark_sent_txn, conversation_id, envelope_id, seq, self.now())
 
     async def mark_failed(
         self, conversation_id: str, envelope_id: str, code: str
     ) -> TimelineItem | None:
         return await self._db.write(
-            _mark_failed_txn, conversation_id, envelope_id, code, self._now()
+            _mark_failed_txn, conversation_id, envelope_id, code, self.now()
         )
 
     async def retry(self, conversation_id: str, envelope_id: str) -> TimelineItem | None:
         """Put a ``failed`` envelope back in the outbox (``None`` if it is not failed)."""
-        return await self._db.write(_retry_txn, conversation_id, envelope_id, self._now())
-
-    # --- receiving ---------------------------------------------------------------------------
-
-    async def apply_received(
-        self,
-        items: Sequence[Received],
-        *,
-        lifecycle: LifecycleHook | None = None,
-        inline_surfaces: frozenset[str] = frozenset(),
-        remembered: frozenset[tuple[str, str]] = frozenset(),
-    ) -> Applied:
-        """Store received envelopes, their inbox rows and the new cursors atomically.
-
-        Envelopes at or below a conversation's cursor are skipped (already applied);
-        one we sent ourselves turns our ``sending`` row into ``sent``. A ``tool.call``
-        starts its interaction, or is routed by the Tool Router when it names an
-        ordinary tool (or is refused with one ``rejected`` result), and an
-        ``interaction.dismiss`` is applied, in the same transaction. ``lifecycle``:
-        how the router runs instance operations (the kernel's hook; by default
-        straight on the store). An agent's ``ui.*`` is applied too
-        (``ui_surfaces``; ``inline_surfaces``: the dev-mode allowlist of inline
-        bundle integrities).
-        """
-        return await self._db.write(
-            _apply_received_txn, list(items), self._now(), lifecycle, inline_surfaces, remembered
-        )
+        return await self._db.write(_retry_txn, conversation_id, envelope_id, self.now())
 
     # --- surfaces an agent opened --------------------------------------------------------------
 
@@ -149,7 +165,7 @@ class RuntimeStore:
     ) -> ui_surfaces.UiOutcome:
         """The person's event from a surface (see ``ui_surfaces.event``)."""
         return await self._db.write(
-            ui_surfaces.event, conversation_id, instance_id, name, data, self._now()
+            ui_surfaces.event, conversation_id, instance_id, name, data, self.now()
         )
 
     async def item(self, conversation_id: str, envelope_id: str) -> TimelineItem | None:
@@ -171,7 +187,7 @@ class RuntimeStore:
             app_scope,
             name,
             data,
-            self._now(),
+            self.now(),
         )
 
     async def ui_surface(self, conversation_id: str, instance_id: str) -> SurfaceRecord | None:
@@ -187,14 +203,14 @@ class RuntimeStore:
     async def answer(self, interaction_id: str, conversation_id: str, value: Any) -> Outcome:
         """The person's answer: the first valid one wins; the rest are refused."""
         return await self._db.write(
-            interaction_store.answer, interaction_id, conversation_id, value, self._now()
+            interaction_store.answer, interaction_id, conversation_id, value, self.now()
         )
 
     async def expire_due(self) -> list[Outcome]:
-        return await self._db.write(interaction_store.expire_due, self._now())
+        return await self._db.write(interaction_store.expire_due, self.now())
 
     async def fail_interaction(self, interaction_id: str) -> Outcome:
-        return await self._db.write(interaction_store.fail, interaction_id, self._now())
+        return await self._db.write(interaction_store.fail, interaction_id, self.now())
 
     async def interaction(self, interaction_id: str) -> InteractionRecord | None:
         return await self._db.read(interaction_store.get, interaction_id)
@@ -210,7 +226,7 @@ class RuntimeStore:
         self, conversation_id: str, inventory: ClientInventory
     ) -> OutboxItem | None:
         return await self._db.write(
-            interaction_store.publish_inventory, conversation_id, inventory, self._now()
+            interaction_store.publish_inventory, conversation_id, inventory, self.now()
         )
 
     async def open_app_session(
@@ -228,12 +244,12 @@ class RuntimeStore:
             agent_id,
             app_scope,
             instance_id,
-            self._now(),
+            self.now(),
         )
 
     async def close_app_session(self, app_session_id: str) -> bool:
         return await self._db.write(
-            interaction_store.close_app_session, app_session_id, self._now()
+            interaction_store.close_app_session, app_session_id, self.now()
         )
 
     async def timeline(
@@ -253,14 +269,14 @@ class RuntimeStore:
 
     async def inbox_ack(self, app_scope: str, inbox_id: int) -> bool:
         """Acknowledge one message; ``False`` when unknown, not this scope's, or acked."""
-        return await self._db.write(_inbox_ack_txn, app_scope, inbox_id, self._now())
+        return await self._db.write(_inbox_ack_txn, app_scope, inbox_id, self.now())
 
     async def inbox_ack_envelopes(
         self, app_scope: str, conversation_id: str, envelope_ids: Sequence[str]
     ) -> int:
         """Acknowledge ``app_scope``'s messages by envelope id; returns how many changed."""
         return await self._db.write(
-            _inbox_ack_envelopes_txn, app_scope, conversation_id, list(envelope_ids), self._now()
+            _inbox_ack_envelopes_txn, app_scope, conversation_id, list(envelope_ids), self.now()
         )
 
     # --- audit -------------------------------------------------------------------------------
@@ -272,8 +288,8 @@ class RuntimeStore:
 # --- transaction and query functions ------------------------------------------------------
 
 
-def _save_session_txn(conn: sqlite3.Connection, session: Session, now: str) -> None:
-    conn.executemany(
+def _save_session_txn(txn: Sql, session: Session, now: str) -> None:
+    txn.executemany(
         "INSERT OR REPLACE INTO session (key, value) VALUES (?, ?)",
         [
             ("server_url", session.server_url),
@@ -282,33 +298,33 @@ def _save_session_txn(conn: sqlite3.Connection, session: Session, now: str) -> N
             ("token", session.token),
         ],
     )
-    audit(conn, now, f"user:{session.user_id}", "login", session.server_url, "ok")
+    audit(txn, now, f"user:{session.user_id}", "login", session.server_url, "ok")
 
 
-def _load_session(conn: sqlite3.Connection) -> Session | None:
+def _load_session(conn: Sql) -> Session | None:
     values = dict(conn.execute("SELECT key, value FROM session").fetchall())
     if {"server_url", "username", "user_id", "token"} - values.keys():
         return None
     return Session(values["server_url"], values["username"], values["user_id"], values["token"])
 
 
-def _clear_session_txn(conn: sqlite3.Connection, now: str) -> None:
-    user = conn.execute("SELECT value FROM session WHERE key = 'user_id'").fetchone()
-    conn.execute("DELETE FROM session")
-    audit(conn, now, f"user:{user[0] if user else '?'}", "logout", "session", "ok")
+def _clear_session_txn(txn: Sql, now: str) -> None:
+    user = txn.execute("SELECT value FROM session WHERE key = 'user_id'").fetchone()
+    txn.execute("DELETE FROM session")
+    audit(txn, now, f"user:{user[0] if user else '?'}", "logout", "session", "ok")
 
 
-def _upsert_conversation_txn(
-    conn: sqlite3.Connection, conversation_id: str, agent_id: str, title: str, now: str
+def upsert_conversation_txn(
+    txn: Sql, conversation_id: str, agent_id: str, title: str, now: str
 ) -> None:
-    conn.execute(
+    txn.execute(
         "INSERT INTO conversations (id, agent_id, title, created_at) VALUES (?, ?, ?, ?)"
         " ON CONFLICT (id) DO UPDATE SET title = excluded.title",
         (conversation_id, agent_id, title, now),
     )
 
 
-def _conversations(conn: sqlite3.Connection) -> list[ConversationInfo]:
+def _conversations(conn: Sql) -> list[ConversationInfo]:
     rows = conn.execute(
         "SELECT id, agent_id, title, cursor FROM conversations ORDER BY created_at, id"
     ).fetchall()
@@ -316,7 +332,7 @@ def _conversations(conn: sqlite3.Connection) -> list[ConversationInfo]:
 
 
 def _queue_txn(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     conversation_id: str,
     envelope_id: str,
     type: str,
@@ -324,13 +340,13 @@ def _queue_txn(
     body: bytes,
     now: str,
 ) -> TimelineItem:
-    queue(conn, conversation_id, envelope_id, type, sender_kind, body, now)
-    item = get_item(conn, conversation_id, envelope_id)
+    queue(txn, conversation_id, envelope_id, type, sender_kind, body, now)
+    item = show(txn, conversation_id, envelope_id)
     assert item is not None
     return item
 
 
-def _outbox(conn: sqlite3.Connection) -> list[OutboxItem]:
+def _outbox(conn: Sql) -> list[OutboxItem]:
     rows = conn.execute(
         "SELECT id, conversation_id, envelope_id, body FROM outbox ORDER BY id"
     ).fetchall()
@@ -338,211 +354,60 @@ def _outbox(conn: sqlite3.Connection) -> list[OutboxItem]:
 
 
 def _mark_sent_txn(
-    conn: sqlite3.Connection, conversation_id: str, envelope_id: str, seq: int, now: str
+    txn: RuntimeTxn, conversation_id: str, envelope_id: str, seq: int, now: str
 ) -> TimelineItem | None:
-    removed = conn.execute(
+    removed = txn.execute(
         "DELETE FROM outbox WHERE conversation_id = ? AND envelope_id = ?",
         (conversation_id, envelope_id),
     ).rowcount
-    updated = conn.execute(
+    updated = txn.execute(
         "UPDATE timeline SET state = 'sent', seq = ?, error_code = NULL"
         " WHERE conversation_id = ? AND envelope_id = ? AND (state = 'sending'"
         " OR (state = 'sent' AND seq IS NOT ?))",
         (seq, conversation_id, envelope_id, seq),
     ).rowcount
     if removed:
-        audit(conn, now, "runtime", "send", f"{conversation_id}/{envelope_id}", "acknowledged")
+        audit(txn, now, "runtime", "send", f"{conversation_id}/{envelope_id}", "acknowledged")
     if not updated:
         return None  # the echo came first and already marked it sent: nothing to show
-    return get_item(conn, conversation_id, envelope_id)
+    return show(txn, conversation_id, envelope_id)
 
 
 def _mark_failed_txn(
-    conn: sqlite3.Connection, conversation_id: str, envelope_id: str, code: str, now: str
+    txn: RuntimeTxn, conversation_id: str, envelope_id: str, code: str, now: str
 ) -> TimelineItem | None:
-    conn.execute(
+    txn.execute(
         "DELETE FROM outbox WHERE conversation_id = ? AND envelope_id = ?",
         (conversation_id, envelope_id),
     )
-    conn.execute(
+    txn.execute(
         "UPDATE timeline SET state = 'failed', error_code = ?"
         " WHERE conversation_id = ? AND envelope_id = ? AND state = 'sending'",
         (code, conversation_id, envelope_id),
     )
-    audit(conn, now, "runtime", "send", f"{conversation_id}/{envelope_id}", "refused", code)
-    return get_item(conn, conversation_id, envelope_id)
+    audit(txn, now, "runtime", "send", f"{conversation_id}/{envelope_id}", "refused", code)
+    return show(txn, conversation_id, envelope_id)
 
 
 def _retry_txn(
-    conn: sqlite3.Connection, conversation_id: str, envelope_id: str, now: str
+    txn: RuntimeTxn, conversation_id: str, envelope_id: str, now: str
 ) -> TimelineItem | None:
-    item = get_item(conn, conversation_id, envelope_id)
+    item = get_item(txn, conversation_id, envelope_id)
     if item is None or item.state != "failed":
         return None
-    conn.execute(
-        "UPDATE timeline SET state = 'sending', error_code = NULL WHERE id = ?", (item.id,)
-    )
-    conn.execute(
+    txn.execute("UPDATE timeline SET state = 'sending', error_code = NULL WHERE id = ?", (item.id,))
+    cursor = txn.execute(
         "INSERT INTO outbox (conversation_id, envelope_id, body, created_at) VALUES (?, ?, ?, ?)",
         (conversation_id, envelope_id, item.body, now),
     )
-    audit(conn, now, item.sender_kind, "send", f"{conversation_id}/{envelope_id}", "retried")
-    return get_item(conn, conversation_id, envelope_id)
-
-
-@dataclass(frozen=True, slots=True)
-class Applied:
-    """What one batch of received envelopes changed."""
-
-    items: list[TimelineItem]
-    """Timeline rows to show again (new, changed, or whose interaction changed)."""
-    cursors: dict[str, int]
-    """Conversations whose cursor moved, and where to."""
-    outbox: list[OutboxItem]
-    """Envelopes the batch queued (tool results) to send now."""
-    expiry_changed: bool = False
-    lifecycle: list[tuple[int, LifecycleResult]] = field(default_factory=list)
-    """Instance operations the Tool Router ran (for the kernel to adopt)."""
-    bound: list[str] = field(default_factory=list)
-    """Instances that the Tool Router gave new calls (their apps are told)."""
-    capability_calls: list[CapabilityOutcome] = field(default_factory=list)
-    """Agents' ``app.call``s taken in (for the gateway to tell hosts)."""
-
-
-def _apply_received_txn(
-    conn: sqlite3.Connection,
-    items: list[Received],
-    now: str,
-    lifecycle: LifecycleHook | None = None,
-    inline_surfaces: frozenset[str] = frozenset(),
-    remembered: frozenset[tuple[str, str]] = frozenset(),
-) -> Applied:
-    from .apps import router  # the router imports the kernel, which imports this module
-    from .capabilities import gateway as capability_gateway  # (it imports this module)
-    from .capabilities.calls import OPEN as capability_open
-
-    applied: list[TimelineItem] = []
-    cursors: dict[str, int] = {}
-    outbox: list[OutboxItem] = []
-    lifecycles: list[tuple[int, LifecycleResult]] = []
-    bound: list[str] = []
-    capability_calls: list[CapabilityOutcome] = []
-    expiry_changed = False
-    for item in items:
-        cursor = cursors.get(item.conversation_id)
-        if cursor is None:
-            row = conn.execute(
-                "SELECT cursor FROM conversations WHERE id = ?", (item.conversation_id,)
-            ).fetchone()
-            if row is None:
-                continue  # not a conversation we know; the sync loop adds them first
-            cursor = row[0]
-        if item.seq <= cursor:
-            continue
-        cursors[item.conversation_id] = item.seq
-        if item.envelope_id is None:
-            conn.execute(
-                "INSERT INTO rejections (conversation_id, seq, code, size, at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (
-                    item.conversation_id,
-                    item.seq,
-                    item.code or "malformed_envelope",
-                    len(item.body),
-                    now,
-                ),
-            )
-            audit(
-                conn,
-                now,
-                "appserver",
-                "receive",
-                f"{item.conversation_id}#{item.seq}",
-                "rejected",
-                item.code,
-            )
-            continue
-        existing = get_item(conn, item.conversation_id, item.envelope_id)
-        if existing is not None and existing.state == "sent" and existing.seq == item.seq:
-            continue  # our own envelope's echo, after its ack: nothing changes
-        if existing is not None:
-            # Our own envelope coming back: it is stored, whatever the ack said.
-            conn.execute(
-                "UPDATE timeline SET seq = ?, state = 'sent', error_code = NULL WHERE id = ?",
-                (item.seq, existing.id),
-            )
-            conn.execute(
-                "DELETE FROM outbox WHERE conversation_id = ? AND envelope_id = ?",
-                (item.conversation_id, item.envelope_id),
-            )
-            if item.envelope_id.startswith("res_"):  # a tool result is stored: delivered
-                router.delivered(conn, item.conversation_id, item.envelope_id, now)
-        else:
-            conn.execute(
-                "INSERT INTO timeline (conversation_id, envelope_id, seq, type, sender_kind, body,"
-                " state, created_at) VALUES (?, ?, ?, ?, ?, ?, 'received', ?)",
-                (
-                    item.conversation_id,
-                    item.envelope_id,
-                    item.seq,
-                    item.type,
-                    item.sender_kind,
-                    item.body,
-                    now,
-                ),
-            )
-            if item.app_scope is not None:
-                conn.execute(
-                    "INSERT OR IGNORE INTO inbox (app_scope, conversation_id, envelope_id)"
-                    " VALUES (?, ?, ?)",
-                    (item.app_scope, item.conversation_id, item.envelope_id),
-                )
-            outcome = None
-            if item.call is not None and router.is_ordinary(item.call):
-                routed = router.route(
-                    conn, item, item.call, now, lifecycle or router.direct_lifecycle
-                )
-                if routed is not None:
-                    outbox.extend(routed.outbox)
-                    lifecycles.extend(routed.lifecycle)
-                    expiry_changed = expiry_changed or routed.call is not None
-                    if routed.call is not None and routed.call.instance_id is not None:
-                        bound.append(routed.call.instance_id)
-            elif item.call is not None:
-                outcome = interaction_store.create(conn, item, item.call, now)
-                expiry_changed = expiry_changed or outcome is not None
-            elif item.dismiss is not None:
-                outcome = interaction_store.dismiss(conn, item.conversation_id, item.dismiss, now)
-                if outcome.card is not None:
-                    applied.append(outcome.card)
-            elif item.type == "lineup.v1.app.call" and item.sender_kind == "agent":
-                arrived = capability_gateway.receive(conn, item, now, remembered)
-                if arrived is not None:
-                    capability_calls.append(arrived)
-                    if arrived.outbox is not None:
-                        outbox.append(arrived.outbox)
-                    if arrived.call is not None and arrived.call.state in capability_open:
-                        expiry_changed = True  # its expires_at is a new deadline
-            elif item.type in ui_surfaces.UI_TYPES and item.sender_kind == "agent":
-                ui = ui_surfaces.apply(conn, item, now, inline_allowlist=inline_surfaces)
-                outbox.extend(ui.outbox)
-                for envelope_id in ui.changed:
-                    if envelope_id != item.envelope_id:
-                        shown = get_item(conn, item.conversation_id, envelope_id)
-                        if shown is not None:
-                            applied.append(shown)
-            if outcome is not None and outcome.outbox is not None:
-                outbox.append(outcome.outbox)
-        stored = get_item(conn, item.conversation_id, item.envelope_id)
-        assert stored is not None
-        applied.append(stored)
-    for conversation_id, cursor in cursors.items():
-        conn.execute("UPDATE conversations SET cursor = ? WHERE id = ?", (cursor, conversation_id))
-    return Applied(applied, cursors, outbox, expiry_changed, lifecycles, bound, capability_calls)
+    audit(txn, now, item.sender_kind, "send", f"{conversation_id}/{envelope_id}", "retried")
+    assert cursor.lastrowid is not None
+    txn.send(OutboxItem(cursor.lastrowid, conversation_id, envelope_id, item.body))
+    return show(txn, conversation_id, envelope_id)
 
 
 def _timeline(
-    conn: sqlite3.Connection, conversation_id: str, before_seq: int | None, limit: int
+    conn: Sql, conversation_id: str, before_seq: int | None, limit: int
 ) -> list[TimelineItem]:
     if before_seq is None:
         pending = conn.execute(
@@ -561,12 +426,12 @@ def _timeline(
     return [timeline_item(row) for row in [*reversed(synced), *pending]]
 
 
-def _rejections(conn: sqlite3.Connection) -> list[tuple[str, int, str, int]]:
+def _rejections(conn: Sql) -> list[tuple[str, int, str, int]]:
     rows = conn.execute("SELECT conversation_id, seq, code, size FROM rejections ORDER BY id")
     return [(r[0], r[1], r[2], r[3]) for r in rows.fetchall()]
 
 
-def _inbox(conn: sqlite3.Connection, app_scope: str, after_id: int) -> list[InboxItem]:
+def _inbox(conn: Sql, app_scope: str, after_id: int) -> list[InboxItem]:
     rows = conn.execute(
         "SELECT i.id, i.app_scope, i.conversation_id, i.envelope_id, t.body FROM inbox i"
         " JOIN timeline t"
@@ -577,8 +442,8 @@ def _inbox(conn: sqlite3.Connection, app_scope: str, after_id: int) -> list[Inbo
     return [InboxItem(r[0], r[1], r[2], r[3], bytes(r[4])) for r in rows]
 
 
-def _inbox_ack_txn(conn: sqlite3.Connection, app_scope: str, inbox_id: int, now: str) -> bool:
-    cur = conn.execute(
+def _inbox_ack_txn(txn: Sql, app_scope: str, inbox_id: int, now: str) -> bool:
+    cur = txn.execute(
         "UPDATE inbox SET acked_at = ? WHERE id = ? AND app_scope = ? AND acked_at IS NULL",
         (now, inbox_id, app_scope),
     )
@@ -586,11 +451,11 @@ def _inbox_ack_txn(conn: sqlite3.Connection, app_scope: str, inbox_id: int, now:
 
 
 def _inbox_ack_envelopes_txn(
-    conn: sqlite3.Connection, app_scope: str, conversation_id: str, ids: list[str], now: str
+    txn: Sql, app_scope: str, conversation_id: str, ids: list[str], now: str
 ) -> int:
     changed = 0
     for envelope_id in ids:
-        changed += conn.execute(
+        changed += txn.execute(
             "UPDATE inbox SET acked_at = ? WHERE app_scope = ? AND conversation_id = ?"
             " AND envelope_id = ? AND acked_at IS NULL",
             (now, app_scope, conversation_id, envelope_id),
@@ -598,7 +463,7 @@ def _inbox_ack_envelopes_txn(
     return changed
 
 
-def _audit(conn: sqlite3.Connection, limit: int) -> list[AuditRow]:
+def _audit(conn: Sql, limit: int) -> list[AuditRow]:
     rows = conn.execute(
         "SELECT id, at, actor, action, subject, outcome, code FROM audit ORDER BY id LIMIT ?",
         (limit,),

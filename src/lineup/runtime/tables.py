@@ -4,20 +4,21 @@ always called inside a transaction of the writer or a read of a reader)."""
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
 from lineup.protocol import Envelope, Rejection, Sender, decode, encode
 
+from .events import TimelineChanged
 from .records import InteractionRecord, OutboxItem, SurfaceRecord, TimelineItem
+from .txn import RuntimeTxn, Sql
 
 E = TypeVar("E", bound=Envelope)
 
 
 def audit(
-    conn: sqlite3.Connection,
+    conn: Sql,
     at: str,
     actor: str,
     action: str,
@@ -104,9 +105,7 @@ def surface_record(row: Sequence[Any]) -> SurfaceRecord:
     )
 
 
-def get_item(
-    conn: sqlite3.Connection, conversation_id: str, envelope_id: str
-) -> TimelineItem | None:
+def get_item(conn: Sql, conversation_id: str, envelope_id: str) -> TimelineItem | None:
     row = conn.execute(
         f"{TIMELINE_SELECT} WHERE t.conversation_id = ? AND t.envelope_id = ?",
         (conversation_id, envelope_id),
@@ -114,8 +113,17 @@ def get_item(
     return timeline_item(row) if row else None
 
 
+def show(txn: RuntimeTxn, conversation_id: str, envelope_id: str) -> TimelineItem | None:
+    """Tell the hosts, after the commit, that this timeline row is new or changed
+    (as it is at the commit); returns it."""
+    item = get_item(txn, conversation_id, envelope_id)
+    if item is not None:
+        txn.emit(TimelineChanged(item))
+    return item
+
+
 def queue(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     conversation_id: str,
     envelope_id: str,
     type: str,
@@ -123,7 +131,9 @@ def queue(
     body: bytes,
     now: str,
 ) -> OutboxItem:
-    """Show an envelope of ours as ``sending`` and put it in the outbox."""
+    """Show an envelope of ours as ``sending`` and put it in the outbox; it is sent
+    once the transaction commits (every outbox row is queued here)."""
+    conn = txn
     conn.execute(
         "INSERT INTO timeline (conversation_id, envelope_id, type, sender_kind, body, state,"
         " created_at) VALUES (?, ?, ?, ?, ?, 'sending', ?)",
@@ -135,11 +145,13 @@ def queue(
     )
     audit(conn, now, sender_kind, "send", f"{conversation_id}/{envelope_id}", "queued", type)
     assert cursor.lastrowid is not None
-    return OutboxItem(cursor.lastrowid, conversation_id, envelope_id, body)
+    item = OutboxItem(cursor.lastrowid, conversation_id, envelope_id, body)
+    txn.send(item)
+    return item
 
 
 def queue_from_runtime(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     kind: Callable[..., E],
     envelope_id: str,
     conversation_id: str,
@@ -151,7 +163,7 @@ def queue_from_runtime(
     envelope = kind(
         id=envelope_id,
         conversation_id=conversation_id,
-        sender=Sender(kind="runtime", id=runtime_sender_id(conn)),
+        sender=Sender(kind="runtime", id=runtime_sender_id(txn)),
         created_at=datetime.fromisoformat(now),
         payload=payload,
     )
@@ -159,10 +171,15 @@ def queue_from_runtime(
     checked = decode(body)
     if isinstance(checked, Rejection):
         raise ValueError(f"{envelope.type} would be refused: {checked.code} at {checked.path}")
-    return queue(conn, conversation_id, envelope.id, envelope.type, "runtime", body, now)
+    return queue(txn, conversation_id, envelope.id, envelope.type, "runtime", body, now)
 
 
-def runtime_sender_id(conn: sqlite3.Connection) -> str:
+def has_session(conn: Sql) -> bool:
+    """Is the Runtime logged in (someone to speak for)?"""
+    return conn.execute("SELECT 1 FROM session WHERE key = 'user_id'").fetchone() is not None
+
+
+def runtime_sender_id(conn: Sql) -> str:
     """The Runtime speaks for its user: ``sender = {"kind": "runtime", "id": user_id}``."""
     row = conn.execute("SELECT value FROM session WHERE key = 'user_id'").fetchone()
     if row is None:
@@ -177,7 +194,7 @@ def result_envelope_id(conversation_id: str, call_id: str) -> str:
     return f"res_{digest}"
 
 
-def call_spent(conn: sqlite3.Connection, conversation_id: str, call_id: str) -> bool:
+def call_spent(conn: Sql, conversation_id: str, call_id: str) -> bool:
     """Is the call id already used in the conversation: by an interaction, a refused
     call or an ordinary tool call? A call id has one result, ever."""
     for table in ("interactions", "refused_calls", "tool_calls"):

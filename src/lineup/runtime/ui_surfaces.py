@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import sqlite3
 import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -43,7 +42,8 @@ from lineup.protocol import (
 
 from .apps import registry
 from .records import OutboxItem, Received, SurfaceRecord
-from .tables import audit, queue_from_runtime, surface_record
+from .tables import audit, queue_from_runtime, show, surface_record
+from .txn import RuntimeTxn, Sql
 
 __all__ = [
     "UI_TYPES",
@@ -82,9 +82,7 @@ def inline_integrity(html: str, css: str, js: str) -> str:
     return "sha256-" + base64.b64encode(digest).decode("ascii")
 
 
-def record_of(
-    conn: sqlite3.Connection, conversation_id: str, instance_id: str
-) -> SurfaceRecord | None:
+def record_of(conn: Sql, conversation_id: str, instance_id: str) -> SurfaceRecord | None:
     """The open surface ``instance_id`` of the conversation, if any."""
     row = conn.execute(
         f"SELECT {SURFACE_COLUMNS} FROM ui_surfaces s"  # noqa: S608
@@ -95,7 +93,7 @@ def record_of(
 
 
 def inline_parts(
-    conn: sqlite3.Connection, conversation_id: str, open_envelope_id: str
+    conn: Sql, conversation_id: str, open_envelope_id: str
 ) -> tuple[str, str, str] | None:
     row = conn.execute(
         "SELECT html, css, js FROM ui_surfaces WHERE conversation_id = ?"
@@ -106,11 +104,11 @@ def inline_parts(
 
 
 def _error(
-    conn: sqlite3.Connection, conversation_id: str, ref_id: str, code: ErrorCode, now: str
+    txn: RuntimeTxn, conversation_id: str, ref_id: str, code: ErrorCode, now: str
 ) -> OutboxItem:
     payload = payloads.Error(code=code.value, message=_MESSAGES[code], ref_id=ref_id)
     envelope_id = f"err_{uuid.uuid4().hex}"
-    return queue_from_runtime(conn, ErrorEnvelope, envelope_id, conversation_id, payload, now)
+    return queue_from_runtime(txn, ErrorEnvelope, envelope_id, conversation_id, payload, now)
 
 
 _MESSAGES = {
@@ -121,21 +119,21 @@ _MESSAGES = {
 
 
 def apply(
-    conn: sqlite3.Connection, item: Received, now: str, *, inline_allowlist: Collection[str]
+    txn: RuntimeTxn, item: Received, now: str, *, inline_allowlist: Collection[str]
 ) -> UiOutcome:
     """Apply one stored ``ui.*`` envelope from the agent."""
     envelope = decode(item.body)
     if isinstance(envelope, UiOpenEnvelope):
-        return _open(conn, envelope, now, inline_allowlist)
+        return _open(txn, envelope, now, inline_allowlist)
     if isinstance(envelope, UiPatchEnvelope):
-        return _patch(conn, envelope, now)
+        return _patch(txn, envelope, now)
     if isinstance(envelope, UiCloseEnvelope):
-        return _close(conn, envelope, now)
+        return _close(txn, envelope, now)
     return UiOutcome()  # ui.event is ours (the Runtime sends it): nothing to apply
 
 
 def _open(
-    conn: sqlite3.Connection, envelope: UiOpenEnvelope, now: str, allowlist: Collection[str]
+    txn: RuntimeTxn, envelope: UiOpenEnvelope, now: str, allowlist: Collection[str]
 ) -> UiOutcome:
     p = envelope.payload
     app = p.app
@@ -150,27 +148,27 @@ def _open(
         elif inline_integrity(*parts) != app.integrity:
             code = ErrorCode.SURFACE_INVALID
     else:
-        entry = registry.entries(conn, enabled_only=True)
+        entry = registry.entries(txn, enabled_only=True)
         found = next((e for e in entry if e.app_id == app.id and e.version == app.version), None)
-        manifest = None if found is None else registry.manifest_of(conn, app.id, app.version)
+        manifest = None if found is None else registry.manifest_of(txn, app.id, app.version)
         surfaces = [] if manifest is None else [s.id for s in manifest.surfaces]
         if surface_id is None and surfaces:
             surface_id = surfaces[0]
         if surface_id not in surfaces:
             code = ErrorCode.SURFACE_UNAVAILABLE
     changed = [envelope.id]
-    replaced = conn.execute(
+    replaced = txn.execute(
         "SELECT open_envelope_id FROM ui_surfaces WHERE conversation_id = ? AND instance_id = ?"
         " AND status = 'open'",
         (conversation_id, p.instance_id),
     ).fetchall()
-    conn.execute(
+    txn.execute(
         "UPDATE ui_surfaces SET status = 'replaced', reason = 'replaced', updated_at = ?"
         " WHERE conversation_id = ? AND instance_id = ? AND status = 'open'",
         (now, conversation_id, p.instance_id),
     )
     changed.extend(str(r[0]) for r in replaced)
-    conn.execute(
+    txn.execute(
         "INSERT OR IGNORE INTO ui_surfaces (conversation_id, open_envelope_id, instance_id,"
         " app_id, app_version, surface_id, state, status, reason, html, css, js, updated_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -191,20 +189,20 @@ def _open(
         ),
     )
     subject = f"{conversation_id}/{p.instance_id}"
-    audit(conn, now, "agent", "ui.open", subject, "refused" if code else "opened", code)
+    audit(txn, now, "agent", "ui.open", subject, "refused" if code else "opened", code)
     if code is None:
         return UiOutcome(tuple(changed))
-    return UiOutcome(tuple(changed), (_error(conn, conversation_id, envelope.id, code, now),))
+    return UiOutcome(tuple(changed), (_error(txn, conversation_id, envelope.id, code, now),))
 
 
-def _patch(conn: sqlite3.Connection, envelope: UiPatchEnvelope, now: str) -> UiOutcome:
+def _patch(txn: RuntimeTxn, envelope: UiPatchEnvelope, now: str) -> UiOutcome:
     p = envelope.payload
-    record = record_of(conn, envelope.conversation_id, p.instance_id)
+    record = record_of(txn, envelope.conversation_id, p.instance_id)
     if record is None:
         code = ErrorCode.APP_INSTANCE_NOT_FOUND
-        error = _error(conn, envelope.conversation_id, envelope.id, code, now)
+        error = _error(txn, envelope.conversation_id, envelope.id, code, now)
         return UiOutcome((), (error,))
-    conn.execute(
+    txn.execute(
         "UPDATE ui_surfaces SET state = ?, updated_at = ? WHERE conversation_id = ?"
         " AND open_envelope_id = ?",
         (msgspec.json.encode(p.state), now, record.conversation_id, record.open_envelope_id),
@@ -212,7 +210,7 @@ def _patch(conn: sqlite3.Connection, envelope: UiPatchEnvelope, now: str) -> UiO
     return UiOutcome((record.open_envelope_id,))
 
 
-def _end(conn: sqlite3.Connection, record: SurfaceRecord, reason: str, now: str) -> None:
+def _end(conn: Sql, record: SurfaceRecord, reason: str, now: str) -> None:
     conn.execute(
         "UPDATE ui_surfaces SET status = 'closed', reason = ?, updated_at = ?"
         " WHERE conversation_id = ? AND open_envelope_id = ?",
@@ -221,40 +219,38 @@ def _end(conn: sqlite3.Connection, record: SurfaceRecord, reason: str, now: str)
 
 
 def close_for_version(
-    conn: sqlite3.Connection, app_id: str, version: str, now: str
+    txn: RuntimeTxn, app_id: str, version: str, now: str
 ) -> list[tuple[str, str, OutboxItem]]:
     """Inside someone else's transaction: end every open agent surface of ``app_id``
     at ``version`` (revoked or removed) and tell each agent with a ``close`` event.
     Returns (conversation id, ``ui.open`` envelope id, the event queued) for each."""
-    rows = conn.execute(
+    rows = txn.execute(
         "SELECT conversation_id, instance_id, open_envelope_id FROM ui_surfaces"
         " WHERE app_id = ? AND app_version = ? AND status = 'open'",
         (app_id, version),
     ).fetchall()
-    conn.execute(
+    txn.execute(
         "UPDATE ui_surfaces SET status = 'closed', reason = 'app_revoked', updated_at = ?"
         " WHERE app_id = ? AND app_version = ? AND status = 'open'",
         (now, app_id, version),
     )
-    return [
-        (
-            str(c),
-            str(o),
-            _queue_event(conn, str(c), str(i), "close", {"reason": "app_revoked"}, now),
-        )
-        for c, i, o in rows
-    ]
+    ended = []
+    for c, i, o in rows:
+        item = _queue_event(txn, str(c), str(i), "close", {"reason": "app_revoked"}, now)
+        show(txn, str(c), str(o))
+        ended.append((str(c), str(o), item))
+    return ended
 
 
-def _close(conn: sqlite3.Connection, envelope: UiCloseEnvelope, now: str) -> UiOutcome:
+def _close(txn: RuntimeTxn, envelope: UiCloseEnvelope, now: str) -> UiOutcome:
     p = envelope.payload
-    record = record_of(conn, envelope.conversation_id, p.instance_id)
+    record = record_of(txn, envelope.conversation_id, p.instance_id)
     if record is None:
         code = ErrorCode.APP_INSTANCE_NOT_FOUND
-        error = _error(conn, envelope.conversation_id, envelope.id, code, now)
+        error = _error(txn, envelope.conversation_id, envelope.id, code, now)
         return UiOutcome((), (error,))
-    _end(conn, record, p.reason or "closed", now)
-    audit(conn, now, "agent", "ui.close", f"{record.conversation_id}/{p.instance_id}", "closed")
+    _end(txn, record, p.reason or "closed", now)
+    audit(txn, now, "agent", "ui.close", f"{record.conversation_id}/{p.instance_id}", "closed")
     return UiOutcome((record.open_envelope_id,))
 
 
@@ -265,7 +261,7 @@ class UiEventRefused(Exception):
 
 
 def _queue_event(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     conversation_id: str,
     instance_id: str,
     name: str,
@@ -277,16 +273,16 @@ def _queue_event(
     try:
         payload = payloads.UiEvent(instance_id=instance_id, event=name, data=data)
         item = queue_from_runtime(
-            conn, UiEventEnvelope, f"uie_{uuid.uuid4().hex}", conversation_id, payload, now
+            txn, UiEventEnvelope, f"uie_{uuid.uuid4().hex}", conversation_id, payload, now
         )
     except (ValueError, msgspec.ValidationError) as exc:
         raise UiEventRefused(ErrorCode.MALFORMED_ENVELOPE.value) from exc
-    audit(conn, now, "user", "ui.event", f"{conversation_id}/{instance_id}", "sent")
+    audit(txn, now, "user", "ui.event", f"{conversation_id}/{instance_id}", "sent")
     return item
 
 
 def app_event(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     conversation_id: str,
     instance_id: str,
     app_scope: str,
@@ -298,17 +294,17 @@ def app_event(
     the agent as ``lineup.v1.ui.event`` with the instance's id when the manifest
     declares it for that surface. Raises ``UiEventRefused`` (``event_not_declared``,
     ``malformed_envelope``)."""
-    row = conn.execute("SELECT app_id FROM apps WHERE app_scope = ?", (app_scope,)).fetchone()
-    manifest = None if row is None else registry.manifest_of(conn, row[0])
+    row = txn.execute("SELECT app_id FROM apps WHERE app_scope = ?", (app_scope,)).fetchone()
+    manifest = None if row is None else registry.manifest_of(txn, row[0])
     surfaces = [] if manifest is None else manifest.surfaces
     if not surfaces or name not in surfaces[0].events:
         raise UiEventRefused("event_not_declared")
-    item = _queue_event(conn, conversation_id, instance_id, name, data, now)
+    item = _queue_event(txn, conversation_id, instance_id, name, data, now)
     return UiOutcome((), (item,))
 
 
 def event(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     conversation_id: str,
     instance_id: str,
     name: str,
@@ -319,18 +315,19 @@ def event(
     ``lineup.v1.ui.event``; ``close`` also ends the surface. Raises
     ``UiEventRefused`` (``app_instance_not_found``, ``event_not_declared``, or the
     decoder's code for data the protocol refuses)."""
-    record = record_of(conn, conversation_id, instance_id)
+    record = record_of(txn, conversation_id, instance_id)
     if record is None:
         raise UiEventRefused(ErrorCode.APP_INSTANCE_NOT_FOUND.value)
     if name != "close" and not record.inline:
-        manifest = registry.manifest_of(conn, record.app_id, record.app_version)
+        manifest = registry.manifest_of(txn, record.app_id, record.app_version)
         surfaces = manifest.surfaces if manifest else []
         declared = next((s.events for s in surfaces if s.id == record.surface_id), [])
         if name not in declared:
             raise UiEventRefused("event_not_declared")
-    item = _queue_event(conn, conversation_id, instance_id, name, data, now)
+    item = _queue_event(txn, conversation_id, instance_id, name, data, now)
     changed: tuple[str, ...] = ()
     if name == "close":
-        _end(conn, record, "user", now)
+        _end(txn, record, "user", now)
         changed = (record.open_envelope_id,)
+        show(txn, conversation_id, record.open_envelope_id)
     return UiOutcome(changed, (item,))

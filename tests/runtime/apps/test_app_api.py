@@ -21,6 +21,7 @@ from lineup.runtime.capabilities.gateway import CapabilityGateway
 from tests.runtime.apps.test_bundle import BUNDLE
 from tests.runtime.apps.test_router import C1, SCOPES, RouterHarness, launched
 from tests.support.interactions import envelope
+from tests.support.receiving import apply_received
 
 
 @pytest.fixture
@@ -181,7 +182,7 @@ async def test_an_envelope_for_the_app_s_scope_is_listed_until_acknowledged(
         seq=h.next_seq(C1.id),
         envelope=msgspec.Raw(msgspec.json.encode(body)),
     )
-    await h.db.apply_received([classify(frame, SCOPES)])
+    await apply_received(h.db, [classify(frame, SCOPES)])
     [item] = await api.call(instance_id, "inbox.list", {})
     assert (item["envelope_id"], item["type"], item["payload"]) == (
         body["id"],

@@ -182,13 +182,17 @@ async def test_app_list_is_the_capability_projection_queued_on_change(h: RouterH
         inventory = registry.build_inventory(conn, registry.revision(conn))
         return registry.publish_app_list(conn, C1.id, inventory, now)
 
+    def app_lists() -> list[Any]:
+        return [q.payload for q in queued(h.path) if q.type == "lineup.v1.app.list"]
+
     assert await h.db.db.write(publish, h.now()) is None  # nothing to say yet
-    await policy(h, SAVE)
-    assert await h.db.db.write(publish, h.now()) is not None
+    await policy(h, SAVE)  # the change queues it, in its own transaction
+    assert len(app_lists()) == 1
     assert await h.db.db.write(publish, h.now()) is None  # the same projection
     await policy(h, SAVE, grant=False)
-    assert await h.db.db.write(publish, h.now()) is not None  # now empty
-    lists = [q.payload for q in queued(h.path) if q.type == "lineup.v1.app.list"]
+    assert len(app_lists()) == 2  # now empty
+    assert await h.db.db.write(publish, h.now()) is None
+    lists = app_lists()
     assert lists == [
         {"capabilities": [{"name": SAVE, "version": "1.0", "risk": "user_confirmation"}]},
         {},  # empty: the default is omitted on the wire

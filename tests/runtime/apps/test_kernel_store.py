@@ -34,11 +34,12 @@ from lineup.runtime.apps.focus import (
     recover,
 )
 from lineup.runtime.apps.instance_store import Action, LifecycleResult, Op
-from lineup.runtime.apps.kernel import AppKernel, AppLifecycleRefused, AppsChanged
+from lineup.runtime.apps.kernel import AppKernel, AppLifecycleRefused
 from lineup.runtime.apps.lifecycle import State
 from lineup.runtime.apps.tool_calls import Event
 from lineup.runtime.apps.tool_calls import Outcome as Result
 from lineup.runtime.apps.tool_calls import State as CallState
+from lineup.runtime.events import AppsChanged
 from tests.support.app_kernel import (
     APP,
     KernelHarness,

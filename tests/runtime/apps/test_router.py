@@ -26,12 +26,13 @@ from lineup.runtime.apps.manifest import load_manifest
 from lineup.runtime.apps.router import ToolRouter
 from lineup.runtime.apps.tool_call_store import StoredToolCall
 from lineup.runtime.apps.tool_calls import State
-from lineup.runtime.store import Applied
+from lineup.runtime.events import AppsChanged
 from tests.conftest import Pair
 from tests.runtime.test_runtime import EventLog, logged_in, running
 from tests.support.app_kernel import KernelHarness, Queued, queued
 from tests.support.appserver import AppServerProcess
 from tests.support.interactions import T0, Conversation, envelope, result_id, results
+from tests.support.receiving import Applied, apply_received
 
 MANIFEST = Path(__file__).parent / "manifests" / "valid" / "test-app.json"
 APP_ID = "dev.lineup.test-app"
@@ -43,7 +44,7 @@ SCOPES = frozenset({"chat", SCOPE})
 @dataclass
 class RouterHarness(KernelHarness):
     """A kernel harness whose ``tool.call``s go through the Tool Router as the
-    Runtime's apply loop sends them (the kernel's lifecycle hook, then ``adopt``)."""
+    Runtime's apply loop sends them (``receive.apply_batch``)."""
 
     router: ToolRouter | None = None
     revision: str = registry.INITIAL_REVISION
@@ -51,7 +52,7 @@ class RouterHarness(KernelHarness):
 
     async def open(self) -> RuntimeStore:
         store = await super().open()
-        self.router = ToolRouter(store, self.k, clock=self.clock, send=self.sent.append)
+        self.router = ToolRouter(store, clock=self.clock)
         return store
 
     @property
@@ -104,10 +105,7 @@ class RouterHarness(KernelHarness):
         return classify(frame, SCOPES)
 
     async def call(self, call_id: str, tool: str, *args: Any, **kwargs: Any) -> Applied:
-        applied = await self.db.apply_received(
-            [self.tool_call(call_id, tool, *args, **kwargs)], lifecycle=self.r.lifecycle
-        )
-        self.r.adopt(tuple(applied.lifecycle))
+        applied = await apply_received(self.db, [self.tool_call(call_id, tool, *args, **kwargs)])
         self.applied.append(applied)
         return applied
 
@@ -233,7 +231,7 @@ async def test_a_call_id_already_used_does_nothing(h: RouterHarness) -> None:
     before = h.dump("tool_calls", "outbox", "refused_calls")
     applied = await h.call("c1", "test-app.open")
     assert applied.outbox == []
-    assert applied.lifecycle == []
+    assert not [e for e in applied.events if isinstance(e, AppsChanged)]
     assert h.dump("tool_calls", "outbox", "refused_calls") == before
     assert list(h.k.instances().records) == [instance_id]
 

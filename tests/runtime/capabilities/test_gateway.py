@@ -33,6 +33,7 @@ from tests.runtime.apps.test_router import C1, SCOPES
 from tests.runtime.test_runtime import ROOT
 from tests.support.app_kernel import queued
 from tests.support.interactions import T0, StoreHarness, envelope
+from tests.support.receiving import apply_received
 
 ALL = sorted(catalog.CATALOG)
 CANARY = "canary-7f3a-do-not-log"
@@ -77,10 +78,10 @@ class Harness(StoreHarness):
         frame = wire.EnvelopeFrame(
             conversation_id=C1.id, seq=self.next_seq(C1.id), envelope=msgspec.Raw(body)
         )
-        applied = await self.db.apply_received(
-            [classify(frame, SCOPES)], remembered=self.g.remembered()
+        applied = await apply_received(
+            self.db, [classify(frame, SCOPES)], remembered=self.g.remembered()
         )
-        self.g.arrived(applied.capability_calls)
+        self.events.extend(e for e in applied.events if isinstance(e, CapabilitiesChanged))
         return CallKey(C1.id, call_id, "agent")
 
     async def state(self, key: CallKey) -> tuple[State, str | None]:

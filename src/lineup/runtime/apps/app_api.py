@@ -32,7 +32,6 @@ Methods (docs/miniapps.md has the SDK face):
 
 from __future__ import annotations
 
-import sqlite3
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -45,6 +44,7 @@ from ..capabilities.calls import State as CallState
 from ..capabilities.gateway import CallKey, CapabilityCall, CapabilityGateway
 from ..store import RuntimeStore
 from ..tables import audit
+from ..txn import Sql
 from . import instance_store, registry, tool_call_store
 from .kernel import AppKernel
 from .lifecycle import LIVE, MiniAppInstanceRecord
@@ -345,7 +345,7 @@ def _capability_view(call: CapabilityCall) -> dict[str, Any]:
     return view
 
 
-def _permissions_of(conn: sqlite3.Connection, app_scope: str) -> frozenset[str]:
+def _permissions_of(conn: Sql, app_scope: str) -> frozenset[str]:
     row = conn.execute("SELECT app_id FROM apps WHERE app_scope = ?", (app_scope,)).fetchone()
     manifest = None if row is None else registry.manifest_of(conn, row[0])
     return frozenset() if manifest is None else frozenset(manifest.permissions)
@@ -357,7 +357,7 @@ def _receipt(receipt: Any) -> Any:
     return {"accepted": True}
 
 
-def _pending_calls(conn: sqlite3.Connection, instance_id: str) -> list[dict[str, Any]]:
+def _pending_calls(conn: Sql, instance_id: str) -> list[dict[str, Any]]:
     """The calls bound to ``instance_id`` that still wait for the app, with their
     arguments (taken from the stored ``tool.call`` envelope)."""
     listed = []
@@ -381,19 +381,19 @@ def _pending_calls(conn: sqlite3.Connection, instance_id: str) -> list[dict[str,
     return listed
 
 
-def _app_of_scope(conn: sqlite3.Connection, app_scope: str) -> tuple[str, str] | None:
+def _app_of_scope(conn: Sql, app_scope: str) -> tuple[str, str] | None:
     row = conn.execute("SELECT app_id, version FROM apps WHERE app_scope = ?", (app_scope,))
     found = row.fetchone()
     return None if found is None else (str(found[0]), str(found[1]))
 
 
-def _state_of(conn: sqlite3.Connection, instance_id: str) -> bytes | None:
+def _state_of(conn: Sql, instance_id: str) -> bytes | None:
     row = conn.execute("SELECT body FROM app_state WHERE instance_id = ?", (instance_id,))
     found = row.fetchone()
     return None if found is None else bytes(found[0])
 
 
-def _set_state_txn(conn: sqlite3.Connection, instance_id: str, body: bytes, now: str) -> None:
+def _set_state_txn(conn: Sql, instance_id: str, body: bytes, now: str) -> None:
     if instance_store.load(conn).records.get(instance_id) is None:
         return
     conn.execute(

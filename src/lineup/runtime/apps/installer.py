@@ -29,13 +29,12 @@ from lineup.delivery.keys import PublicKey
 from lineup.delivery.release import Release, decode_release
 from lineup.delivery.verify import Verified, check_artifact, check_release
 
-from ..records import OutboxItem
 from ..tables import audit
+from ..txn import RuntimeTxn
 from . import registry, releases
 
 if TYPE_CHECKING:
     from ..store import RuntimeStore
-    from .kernel import AppKernel
 
 __all__ = ["AppCentreChanged", "AppDelivery", "CatalogRefresh"]
 
@@ -65,30 +64,20 @@ class CatalogRefresh:
 
 class AppDelivery:
     """Signed delivery for one Runtime. ``catalog_client`` makes a client for the
-    catalog in use (``None`` while logged out); ``emit``/``send``/``timeline`` are the
-    Runtime's."""
+    catalog in use (``None`` while logged out). What a change closes, queues and
+    shows follows its commit (the unit of work)."""
 
     def __init__(
         self,
         store: RuntimeStore,
-        registry_: registry.AppRegistry,
-        kernel: AppKernel,
         cache: VerifiedCache,
         *,
         clock: Callable[[], datetime],
-        emit: Callable[[Any], None],
-        send: Callable[[OutboxItem], None],
-        ended: Callable[[list[releases.Ended]], Awaitable[None]],
         catalog_client: Callable[[], CatalogClient | None],
     ) -> None:
         self._store = store
-        self._registry = registry_
-        self._kernel = kernel
         self.cache = cache
         self._clock = clock
-        self._emit = emit
-        self._send = send
-        self._ended = ended
         self._client = catalog_client
         self._lock = asyncio.Lock()
 
@@ -107,8 +96,7 @@ class AppDelivery:
     # --- trust ----------------------------------------------------------------------------
 
     async def trust_key(self, key: PublicKey) -> bool:
-        added: bool = await self._store.db.write(releases.trust_key, key, self._now())
-        self._emit(AppCentreChanged())
+        added: bool = await self._store.db.write(_trust_txn, key, self._now())
         return added
 
     async def trust(self) -> releases.Trust:
@@ -175,8 +163,6 @@ class AppDelivery:
             "app release installed",
             extra={"app_id": release.app_id, "version": release.version, "bytes": release.length},
         )
-        await self._registry.committed(result.inventory, result.inventory_changed)
-        self._emit(AppCentreChanged())
         return result
 
     def _verify_and_cache(self, release: Release, key: PublicKey, artifact: bytes) -> Verified:
@@ -201,49 +187,28 @@ class AppDelivery:
         """Revoke one version; if it is in use, roll back or make the app unavailable."""
         now = self._now()
         return await self._fall_back(
-            now, releases.revoke_version, app_id, version, source, now, self.cache, self._kernel
+            now, releases.revoke_version, app_id, version, source, now, self.cache
         )
 
     async def revoke_key(self, key_id: str, *, source: str = "user") -> list[releases.Fallback]:
         """Revoke a publisher key; every app whose version in use it signed falls back."""
         now = self._now()
-        return await self._fall_back(
-            now, releases.revoke_key, key_id, source, now, self.cache, self._kernel
-        )
+        return await self._fall_back(now, releases.revoke_key, key_id, source, now, self.cache)
 
     async def _fall_back(
         self, now: str, txn: Callable[..., Any], *args: Any
     ) -> list[releases.Fallback]:
         async with self._lock:
-            fallbacks, closes, ended, inventory, changed = await self._store.db.write(
+            fallbacks: list[releases.Fallback] = await self._store.db.write(
                 _with_inventory, now, txn, *args
             )
-        await self._settle(closes, ended, inventory, changed, tuple(fallbacks))
-        return list(fallbacks)
+        return fallbacks
 
     async def remove(self, app_id: str) -> None:
         """Remove a delivered app (see ``releases.remove_app``)."""
         async with self._lock:
-            closes, ended, inventory, changed = await self._store.db.write(
-                _remove_txn, app_id, self._now(), self._kernel
-            )
+            await self._store.db.write(_remove_txn, app_id, self._now())
             await self._sweep()
-        await self._settle(closes, ended, inventory, changed, ())
-
-    async def _settle(
-        self,
-        closes: releases.Closes,
-        ended: list[releases.Ended],
-        inventory: Any,
-        changed: bool,
-        fallbacks: tuple[releases.Fallback, ...],
-    ) -> None:
-        self._kernel.settle(closes)
-        for _, _, item in ended:
-            self._send(item)
-        await self._ended(ended)
-        await self._registry.committed(inventory, changed)
-        self._emit(AppCentreChanged(fallbacks))
 
     # --- the catalog ------------------------------------------------------------------------
 
@@ -254,11 +219,9 @@ class AppDelivery:
             raise DeliveryError(DeliveryErrorCode.CATALOG_UNAVAILABLE, "not logged in")
         document = await client.fetch()
         async with self._lock:
-            changed, fallbacks, closes, ended, inventory, inv_changed = await self._store.db.write(
-                _catalog_txn, document, self._now(), self.cache, self._kernel
+            changed, fallbacks = await self._store.db.write(
+                _catalog_txn, document, self._now(), self.cache
             )
-        if changed or fallbacks:
-            await self._settle(closes, ended, inventory, inv_changed, tuple(fallbacks))
         return CatalogRefresh(
             document.revision, changed, document.security == "production", tuple(fallbacks)
         )
@@ -280,44 +243,49 @@ class AppDelivery:
         return await self._store.db.read(releases.app_centre)
 
 
+def _trust_txn(txn: RuntimeTxn, key: PublicKey, now: str) -> bool:
+    added = releases.trust_key(txn, key, now)
+    txn.emit(AppCentreChanged())
+    return added
+
+
 def _record_txn(
-    conn: Any, verified: Verified, now: str, cache: VerifiedCache, enable: bool
+    txn: RuntimeTxn, verified: Verified, now: str, cache: VerifiedCache, enable: bool
 ) -> registry.Installed:
-    return releases.record_verified(conn, verified, now, cache, enable=enable)
+    installed = releases.record_verified(txn, verified, now, cache, enable=enable)
+    txn.emit(AppCentreChanged())
+    return installed
 
 
 def _audit_refusal(conn: Any, subject: str, code: str, now: str) -> None:
     audit(conn, now, "runtime", "app.release", subject, "refused", code)
 
 
-def _with_inventory(conn: Any, now: str, txn: Callable[..., Any], *args: Any) -> tuple[Any, ...]:
-    fallbacks, closes, ended = txn(conn, *args)
-    inventory, changed = registry.refresh_inventory(conn, now)
-    return fallbacks, closes, ended, inventory, changed
+def _with_inventory(
+    txn: RuntimeTxn, now: str, fall_back: Callable[..., Any], *args: Any
+) -> list[releases.Fallback]:
+    fallbacks, _ = fall_back(txn, *args)
+    registry.refresh_inventory(txn, now)
+    txn.emit(AppCentreChanged(tuple(fallbacks)))
+    return list(fallbacks)
 
 
-def _remove_txn(conn: Any, app_id: str, now: str, kernel: AppKernel) -> tuple[Any, ...]:
-    closes, ended = releases.remove_app(conn, app_id, now, kernel)
-    inventory, changed = registry.refresh_inventory(conn, now)
-    return closes, ended, inventory, changed
+def _remove_txn(txn: RuntimeTxn, app_id: str, now: str) -> None:
+    releases.remove_app(txn, app_id, now)
+    registry.refresh_inventory(txn, now)
+    txn.emit(AppCentreChanged(()))
 
 
 def _catalog_txn(
-    conn: Any, document: CatalogDocument, now: str, cache: VerifiedCache, kernel: AppKernel
-) -> tuple[Any, ...]:
-    changed = releases.store_catalog(conn, document, now)
+    txn: RuntimeTxn, document: CatalogDocument, now: str, cache: VerifiedCache
+) -> tuple[bool, list[releases.Fallback]]:
+    changed = releases.store_catalog(txn, document, now)
     fallbacks: list[releases.Fallback] = []
-    closes: releases.Closes = []
-    ended: list[releases.Ended] = []
     for key_id in sorted(document.revoked_keys):
-        f, c, e = releases.revoke_key(conn, key_id, "catalog", now, cache, kernel)
-        fallbacks += f
-        closes += c
-        ended += e
+        fallbacks += releases.revoke_key(txn, key_id, "catalog", now, cache)[0]
     for app_id, version in sorted(document.revoked_versions):
-        f, c, e = releases.revoke_version(conn, app_id, version, "catalog", now, cache, kernel)
-        fallbacks += f
-        closes += c
-        ended += e
-    inventory, inv_changed = registry.refresh_inventory(conn, now)
-    return changed, fallbacks, closes, ended, inventory, inv_changed
+        fallbacks += releases.revoke_version(txn, app_id, version, "catalog", now, cache)[0]
+    registry.refresh_inventory(txn, now)
+    if changed or fallbacks:
+        txn.emit(AppCentreChanged(tuple(fallbacks)))
+    return changed, fallbacks

@@ -29,7 +29,6 @@ the sub-session id, so a sub-session is announced opened once and closed once.
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,8 +45,10 @@ from lineup.protocol import (
 from lineup.protocol.fields import MAX_LABEL_CHARS, MAX_LIST_ITEMS
 
 from .. import interaction_store
+from ..events import AppsChanged
 from ..records import OutboxItem
 from ..tables import audit, queue_from_runtime
+from ..txn import RuntimeTxn, Sql
 from . import tool_call_store
 from .focus import (
     MAX_FINAL_KEPT,
@@ -174,7 +175,7 @@ def _record(row: Sequence[Any]) -> MiniAppInstanceRecord:
     )
 
 
-def load(conn: sqlite3.Connection) -> Instances:
+def load(conn: Sql) -> Instances:
     """The value as stored (not yet ``recover``ed): records in opening order, the
     stack bottom first, the focus holder."""
     rows = conn.execute(
@@ -188,7 +189,7 @@ def load(conn: sqlite3.Connection) -> Instances:
     return Instances(records, stack, None if focus is None else focus[0])
 
 
-def save(conn: sqlite3.Connection, before: Instances, after: Instances) -> None:
+def save(conn: Sql, before: Instances, after: Instances) -> None:
     """Store ``after`` over ``before`` (the value stored now): new and changed
     records, the stack and focus when they changed, and the deletion of records
     ``after`` no longer holds."""
@@ -228,7 +229,7 @@ def save(conn: sqlite3.Connection, before: Instances, after: Instances) -> None:
     conn.executemany("DELETE FROM app_instances WHERE instance_id = ?", [(i,) for i in gone])
 
 
-def app_session_of(conn: sqlite3.Connection, instance_id: str) -> str | None:
+def app_session_of(conn: Sql, instance_id: str) -> str | None:
     row = conn.execute(
         "SELECT app_session_id FROM app_instances WHERE instance_id = ?", (instance_id,)
     ).fetchone()
@@ -278,8 +279,10 @@ def _run(value: Instances, op: Op, now: datetime) -> Outcome:
     raise ValueError(f"unknown lifecycle action {a!r}")
 
 
-def apply_lifecycle(conn: sqlite3.Connection, op: Op, now: str) -> LifecycleResult:
-    """Run ``op`` on the stored value and store everything it decided, atomically."""
+def apply_lifecycle(txn: RuntimeTxn, op: Op, now: str) -> LifecycleResult:
+    """Run ``op`` on the stored value and store everything it decided, atomically;
+    after the commit the kernel adopts the new value and hosts hear the effects."""
+    conn = txn
     when = datetime.fromisoformat(now)
     before = load(conn)
     subject = op.instance_id or "-"
@@ -314,6 +317,7 @@ def apply_lifecycle(conn: sqlite3.Connection, op: Op, now: str) -> LifecycleResu
         if before.records.get(instance_id) != record
     )
     dropped = tuple(i for i in before.records if i not in after.records)
+    txn.emit(AppsChanged(after, outcome.effects))
     return LifecycleResult(
         op,
         after,
@@ -326,7 +330,7 @@ def apply_lifecycle(conn: sqlite3.Connection, op: Op, now: str) -> LifecycleResu
 
 
 def _carry_out(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     effect: Effect,
     value: Instances,
     now: str,
@@ -336,43 +340,43 @@ def _carry_out(
 ) -> None:
     if isinstance(effect, InstanceOpened):
         record = effect.record
-        audit(conn, now, op.actor, "app.instance", record.instance_id, "opened", None)
+        audit(txn, now, op.actor, "app.instance", record.instance_id, "opened", None)
     elif isinstance(effect, OpenAppSession):
-        item = _open_app_session(conn, value.records[effect.instance_id], now)
+        item = _open_app_session(txn, value.records[effect.instance_id], now)
         if item is not None:
             outbox.append(item)
     elif isinstance(effect, InstanceStateChanged):
-        audit(conn, now, "runtime", "app.state", effect.instance_id, effect.new.value)
+        audit(txn, now, "runtime", "app.state", effect.instance_id, effect.new.value)
     elif isinstance(effect, FocusChanged):
-        audit(conn, now, "runtime", "app.focus", effect.new or "-", "focused")
+        audit(txn, now, "runtime", "app.focus", effect.new or "-", "focused")
     elif isinstance(effect, StopToolDelivery):
-        audit(conn, now, "runtime", "app.tools", effect.instance_id, "stopped")
+        audit(txn, now, "runtime", "app.tools", effect.instance_id, "stopped")
     elif isinstance(effect, CancelBoundTools):
-        for ended in tool_call_store.close_instance(conn, effect.instance_id, now, effect.reason):
+        for ended in tool_call_store.close_instance(txn, effect.instance_id, now, effect.reason):
             if ended.call is not None:
                 calls.append(ended.call)
             if ended.outbox is not None:
                 outbox.append(ended.outbox)
     elif isinstance(effect, CloseSurfaces):
-        audit(conn, now, "runtime", "app.surfaces", effect.instance_id, "closed")
+        audit(txn, now, "runtime", "app.surfaces", effect.instance_id, "closed")
     elif isinstance(effect, EndAppSession):
-        item = _end_app_session(conn, value.records[effect.instance_id], effect.reason, now)
+        item = _end_app_session(txn, value.records[effect.instance_id], effect.reason, now)
         if item is not None:
             outbox.append(item)
     elif isinstance(effect, InstanceDropped):
-        audit(conn, now, "runtime", "app.instance", effect.instance_id, "dropped")
+        audit(txn, now, "runtime", "app.instance", effect.instance_id, "dropped")
     else:  # pragma: no cover - every effect is handled above
         raise TypeError(f"unknown effect {effect!r}")
 
 
-def _disabled(conn: sqlite3.Connection, app_scope: str) -> bool:
+def _disabled(conn: Sql, app_scope: str) -> bool:
     """Whether ``app_scope`` belongs to a registered app that is disabled (a scope no
     app registered is the kernel's own business: tests and the Runtime's own apps)."""
     row = conn.execute("SELECT enabled FROM apps WHERE app_scope = ?", (app_scope,)).fetchone()
     return row is not None and not row[0]
 
 
-def _agent_of(conn: sqlite3.Connection, conversation_id: str) -> str | None:
+def _agent_of(conn: Sql, conversation_id: str) -> str | None:
     row = conn.execute(
         "SELECT agent_id FROM conversations WHERE id = ?", (conversation_id,)
     ).fetchone()
@@ -380,16 +384,16 @@ def _agent_of(conn: sqlite3.Connection, conversation_id: str) -> str | None:
 
 
 def _open_app_session(
-    conn: sqlite3.Connection, record: MiniAppInstanceRecord, now: str
+    txn: RuntimeTxn, record: MiniAppInstanceRecord, now: str
 ) -> OutboxItem | None:
     if record.conversation_id is None:
         return None  # no conversation, no agent: no sub-session
-    agent_id = _agent_of(conn, record.conversation_id)
+    agent_id = _agent_of(txn, record.conversation_id)
     assert agent_id is not None  # checked before the operation ran
     app_session_id = f"as_{uuid.uuid4().hex}"
-    continues = _continued_session(conn, record)
+    continues = _continued_session(txn, record)
     interaction_store.open_app_session(
-        conn,
+        txn,
         app_session_id,
         record.conversation_id,
         agent_id,
@@ -398,13 +402,13 @@ def _open_app_session(
         now,
         continues,
     )
-    conn.execute(
+    txn.execute(
         "UPDATE app_instances SET app_session_id = ? WHERE instance_id = ?",
         (app_session_id, record.instance_id),
     )
-    audit(conn, now, "runtime", "app_session", app_session_id, "opened")
+    audit(txn, now, "runtime", "app_session", app_session_id, "opened")
     return queue_from_runtime(
-        conn,
+        txn,
         AppSessionOpenedEnvelope,
         app_session_envelope_id(app_session_id, "opened"),
         record.conversation_id,
@@ -419,7 +423,7 @@ def _open_app_session(
     )
 
 
-def _continued_session(conn: sqlite3.Connection, record: MiniAppInstanceRecord) -> str | None:
+def _continued_session(conn: Sql, record: MiniAppInstanceRecord) -> str | None:
     """The sub-session a new instance continues: its parent's, when the parent is
     of the same app and conversation (it is referenced, never reopened)."""
     if record.parent_instance_id is None:
@@ -433,27 +437,27 @@ def _continued_session(conn: sqlite3.Connection, record: MiniAppInstanceRecord) 
 
 
 def _end_app_session(
-    conn: sqlite3.Connection, record: MiniAppInstanceRecord, reason: str | None, now: str
+    txn: RuntimeTxn, record: MiniAppInstanceRecord, reason: str | None, now: str
 ) -> OutboxItem | None:
-    app_session_id = app_session_of(conn, record.instance_id)
+    app_session_id = app_session_of(txn, record.instance_id)
     if app_session_id is None or record.conversation_id is None:
         return None
-    if not interaction_store.close_app_session(conn, app_session_id, now):
+    if not interaction_store.close_app_session(txn, app_session_id, now):
         return None  # already closed: it was announced once
-    row = conn.execute(
+    row = txn.execute(
         "SELECT agent_id FROM app_sessions WHERE id = ?", (app_session_id,)
     ).fetchone()
     pending = [
         r[0]
-        for r in conn.execute(
+        for r in txn.execute(
             "SELECT call_id FROM interactions WHERE app_session_id = ? AND state = 'pending'"
             " ORDER BY created_at, rowid LIMIT ?",
             (app_session_id, MAX_LIST_ITEMS),
         )
     ]
-    audit(conn, now, "runtime", "app_session", app_session_id, "closed")
+    audit(txn, now, "runtime", "app_session", app_session_id, "closed")
     return queue_from_runtime(
-        conn,
+        txn,
         AppSessionClosedEnvelope,
         app_session_envelope_id(app_session_id, "closed"),
         record.conversation_id,
@@ -467,3 +471,13 @@ def _end_app_session(
         ),
         now,
     )
+
+
+def close_scope(txn: RuntimeTxn, app_scope: str, now: str, *, reason: str = "app_disabled") -> None:
+    """Close every live instance of ``app_scope`` at once, inside the caller's
+    transaction (the accepted close order, then ``closed`` with ``reason``)."""
+    for record in load(txn).live():
+        if record.app_scope != app_scope:
+            continue
+        apply_lifecycle(txn, Op(Action.REQUEST_CLOSE, record.instance_id), now)
+        apply_lifecycle(txn, Op(Action.CLOSED, record.instance_id, reason=reason), now)

@@ -2,10 +2,10 @@
 
 Apps, the person and agent tools only *request*; the kernel runs each request as one
 writer transaction of ``instance_store.apply_lifecycle`` (the pure rules decide, the
-new value, its audit rows and its outbox rows are stored together), then tells the
-Runtime: an ``AppsChanged`` event for hosts and every queued envelope handed to the
-Runtime's sender. A refused request changes nothing but an audit row, and is
-answered with its code.
+new value, its audit rows and its outbox rows are stored together). After the commit
+the unit of work sends what it queued and emits ``AppsChanged``, from which the
+kernel adopts the value it serves (``adopt``) and hosts learn the effects. A refused
+request changes nothing but an audit row, and is answered with its code.
 
 The Runtime calls ``recover`` when it opens its store: instances caught ``starting``
 or ``stopping`` by a stop or a crash become ``suspended`` (never shown as done), and
@@ -14,9 +14,7 @@ the focus stack is repaired.
 
 from __future__ import annotations
 
-import itertools
 import re
-import sqlite3
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,26 +22,18 @@ from datetime import UTC, datetime
 
 from lineup.protocol.fields import APP_SCOPE_PATTERN
 
-from ..records import OutboxItem
+from ..events import AppsChanged, RuntimeEvent
 from ..store import RuntimeStore
+from ..txn import RuntimeTxn
 from . import instance_store, tool_call_store
-from .focus import MAX_LIVE, Effect, Instances
+from .focus import MAX_LIVE, Instances
 from .instance_store import Action, LifecycleResult, Op
 from .lifecycle import MiniAppInstanceRecord
 from .tool_call_store import CallOutcome
 
-__all__ = ["AppKernel", "AppLifecycleRefused", "AppsChanged", "Receipt"]
+__all__ = ["AppKernel", "AppLifecycleRefused", "Receipt"]
 
 _SCOPE = re.compile(APP_SCOPE_PATTERN)
-
-
-@dataclass(frozen=True, slots=True)
-class AppsChanged:
-    """Instances or focus changed: the value now stored and the effects, in order
-    (``CloseSurfaces`` tells a host to take the instance's surfaces down)."""
-
-    instances: Instances
-    effects: tuple[Effect, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,28 +56,25 @@ class AppLifecycleRefused(Exception):
         self.code = code
 
 
-def _ignore(_: object) -> None:
-    return None
-
-
 class AppKernel:
     def __init__(
         self,
         store: RuntimeStore,
         *,
         clock: Callable[[], datetime] | None = None,
-        emit: Callable[[AppsChanged], None] = _ignore,
-        send: Callable[[OutboxItem], None] = _ignore,
         max_live: int = MAX_LIVE,
     ) -> None:
         self._store = store
         self._clock = clock or (lambda: datetime.now(UTC))
-        self._emit = emit
-        self._send = send
         self._max_live = max_live
         self._value = Instances()
-        self._order = itertools.count(1)
-        self._seen = 0
+        store.listen(emit=self._adopt)
+
+    def _adopt(self, event: RuntimeEvent) -> None:
+        """A lifecycle change was committed: serve its value from now on. The writer
+        runs these in commit order, so the last one adopted is the newest."""
+        if isinstance(event, AppsChanged):
+            self._value = event.instances
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -149,13 +136,7 @@ class AppKernel:
         ``record`` is the instance that now holds the work; refused with
         ``app_instance_not_found`` (no such work), ``app_disabled`` or
         ``lifecycle_denied``."""
-        order, result = await self._store.db.write(
-            self._continue_txn, instance_id, actor, self._now()
-        )
-        if order > self._seen:
-            self._seen = order
-            self._value = result.value
-        self._after(result.effects, result.outbox)
+        result = await self._store.db.write(self._continue_txn, instance_id, actor, self._now())
         record = None
         if result.refusal is None:
             record = result.value.records.get(result.op.instance_id)
@@ -167,18 +148,19 @@ class AppKernel:
         )
 
     def _continue_txn(
-        self, conn: sqlite3.Connection, instance_id: str, actor: str, now: str
-    ) -> tuple[int, LifecycleResult]:
-        value = instance_store.load(conn)
+        self, txn: RuntimeTxn, instance_id: str, actor: str, now: str
+    ) -> LifecycleResult:
+        value = instance_store.load(txn)
         record = value.records.get(instance_id)
+        front = Op(Action.REQUEST_FOREGROUND, instance_id, actor=actor)
         if record is not None and record in value.live():
-            return self._txn(conn, Op(Action.REQUEST_FOREGROUND, instance_id, actor=actor), now)
-        row = conn.execute(
+            return instance_store.apply_lifecycle(txn, front, now)
+        row = txn.execute(
             "SELECT app_scope, conversation_id FROM app_sessions WHERE instance_id = ?",
             (instance_id,),
         ).fetchone()
         if row is None:  # no sub-session: an instance of no conversation, or nothing
-            return self._txn(conn, Op(Action.REQUEST_FOREGROUND, instance_id, actor=actor), now)
+            return instance_store.apply_lifecycle(txn, front, now)
         opened = Op(
             Action.OPEN,
             f"{row[0]}.{uuid.uuid4().hex[:16]}",
@@ -189,7 +171,7 @@ class AppKernel:
             actor=actor,
             max_live=self._max_live,
         )
-        return self._txn(conn, opened, now)
+        return instance_store.apply_lifecycle(txn, opened, now)
 
     async def started(self, instance_id: str) -> Receipt:
         """The app reports it finished starting."""
@@ -230,72 +212,14 @@ class AppKernel:
         )
 
     async def apply(self, op: Op) -> LifecycleResult:
-        """Run one operation in one writer transaction, then tell the Runtime."""
-        order, result = await self._store.db.write(self._txn, op, self._now())
-        if order > self._seen:  # results may resume out of commit order
-            self._seen = order
-            self._value = result.value
-        self._after(result.effects, result.outbox)
-        return result
-
-    def _txn(self, conn: sqlite3.Connection, op: Op, now: str) -> tuple[int, LifecycleResult]:
-        result = instance_store.apply_lifecycle(conn, op, now)
-        return next(self._order), result  # the writer runs transactions one at a time
-
-    def txn(self, conn: sqlite3.Connection, op: Op, now: str) -> tuple[int, LifecycleResult]:
-        """Run ``op`` inside a writer transaction someone else runs (the Tool
-        Router's); hand the result to ``adopt`` after that transaction commits."""
-        return self._txn(conn, op, now)
-
-    def adopt(self, order: int, result: LifecycleResult) -> None:
-        """After the commit of a ``txn`` result: keep the newest value and tell hosts.
-        The caller sends the envelopes it queued."""
-        if order > self._seen:
-            self._seen = order
-            self._value = result.value
-        if result.effects:
-            self._emit(AppsChanged(self._value, result.effects))
-
-    def close_scope(
-        self, conn: sqlite3.Connection, app_scope: str, now: str, *, reason: str = "app_disabled"
-    ) -> list[tuple[int, LifecycleResult]]:
-        """Inside someone else's writer transaction: close every live instance of
-        ``app_scope`` at once (the accepted close order, then ``closed`` with
-        ``reason``). Hand the results to ``settle`` after the commit."""
-        done = []
-        for record in instance_store.load(conn).live():
-            if record.app_scope != app_scope:
-                continue
-            done.append(self._txn(conn, Op(Action.REQUEST_CLOSE, record.instance_id), now))
-            closed = Op(Action.CLOSED, record.instance_id, reason=reason)
-            done.append(self._txn(conn, closed, now))
-        return done
-
-    def settle(self, results: list[tuple[int, LifecycleResult]]) -> None:
-        """After the commit of ``txn``/``close_scope`` results: adopt each and send
-        the envelopes they queued."""
-        for order, result in results:
-            self.adopt(order, result)
-            for item in result.outbox:
-                self._send(item)
+        """Run one operation in one writer transaction."""
+        return await self._store.db.write(instance_store.apply_lifecycle, op, self._now())
 
     # --- tool calls ---------------------------------------------------------------------------
 
     async def tool_calls_due(self) -> list[CallOutcome]:
         """Time out every overdue ordinary tool call (one result row each)."""
-        outcomes = await self._store.db.write(tool_call_store.due, self._now())
-        for outcome in outcomes:
-            if outcome.outbox is not None:
-                self._send(outcome.outbox)
-        return outcomes
-
-    # --- after a commit -----------------------------------------------------------------------
-
-    def _after(self, effects: tuple[Effect, ...], outbox: tuple[OutboxItem, ...]) -> None:
-        if effects:
-            self._emit(AppsChanged(self._value, effects))
-        for item in outbox:
-            self._send(item)
+        return await self._store.db.write(tool_call_store.due, self._now())
 
     def _now(self) -> str:
         return self._clock().astimezone(UTC).isoformat(timespec="milliseconds")

@@ -34,10 +34,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-import sqlite3
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,9 +49,13 @@ from lineup.protocol import interactions as ix
 from lineup.protocol.fields import CAPABILITY_NAME_PATTERN, CAPABILITY_VERSION_PATTERN
 from lineup.protocol.payloads import AppList, CapabilityDescriptor, ClientInventory, ToolDescriptor
 
+from .. import interaction_store
 from ..capabilities.gateway import declared as host_declared
+from ..events import InventoryChanged, RuntimeEvent
 from ..records import OutboxItem
-from ..tables import audit, queue_from_runtime
+from ..tables import audit, has_session, queue_from_runtime
+from ..txn import RuntimeTxn, Sql
+from . import instance_store
 from .bundle import AppBundle, SurfaceSource, files_digest, load_bundle_dir, surface_source
 from .manifest import (
     AppManifest,
@@ -65,8 +68,6 @@ from .schemas import CompiledTool, compile_tool
 
 if TYPE_CHECKING:
     from ..store import RuntimeStore
-    from .instance_store import LifecycleResult
-    from .kernel import AppKernel
 
 __all__ = [
     "INITIAL_REVISION",
@@ -178,7 +179,7 @@ def _manifest(body: bytes, digest: str) -> AppManifest:
 # --- transaction and query functions ----------------------------------------------------------
 
 
-def _entry(conn: sqlite3.Connection, app_id: str) -> AppEntry | None:
+def _entry(conn: Sql, app_id: str) -> AppEntry | None:
     row = conn.execute(
         "SELECT app_id, app_scope, kind, version, enabled, unavailable FROM apps WHERE app_id = ?",
         (app_id,),
@@ -195,12 +196,12 @@ def _entry(conn: sqlite3.Connection, app_id: str) -> AppEntry | None:
     return AppEntry(row[0], row[1], row[2], row[3], bool(row[4]), versions, row[5])
 
 
-def entries_by_id(conn: sqlite3.Connection, app_id: str) -> AppEntry | None:
+def entries_by_id(conn: Sql, app_id: str) -> AppEntry | None:
     """The registered app ``app_id``, or ``None``."""
     return _entry(conn, app_id)
 
 
-def entries(conn: sqlite3.Connection, *, enabled_only: bool = False) -> list[AppEntry]:
+def entries(conn: Sql, *, enabled_only: bool = False) -> list[AppEntry]:
     """Every registered app (or only the enabled ones), by app id."""
     where = " WHERE enabled = 1" if enabled_only else ""
     ids = [r[0] for r in conn.execute(f"SELECT app_id FROM apps{where} ORDER BY app_id")]  # noqa: S608
@@ -208,9 +209,7 @@ def entries(conn: sqlite3.Connection, *, enabled_only: bool = False) -> list[App
     return [e for e in found if e is not None]
 
 
-def manifest_of(
-    conn: sqlite3.Connection, app_id: str, version: str | None = None
-) -> AppManifest | None:
+def manifest_of(conn: Sql, app_id: str, version: str | None = None) -> AppManifest | None:
     """The manifest of ``app_id`` at ``version`` (the version in use by default)."""
     if version is None:
         entry = _entry(conn, app_id)
@@ -225,7 +224,7 @@ def manifest_of(
 
 
 def install(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     manifest: AppManifest,
     now: str,
     *,
@@ -246,7 +245,7 @@ def install(
     body = encode_manifest(manifest)
     digest = _digest(body)
     bundle_digest = files_digest(files or {})
-    stored = conn.execute(
+    stored = txn.execute(
         "SELECT digest, COALESCE(files_digest, ?) FROM app_versions"
         " WHERE app_id = ? AND version = ?",
         (files_digest({}), manifest.id, manifest.version),
@@ -255,25 +254,25 @@ def install(
         raise RegistryError(
             "app_version_conflict", "this app version is installed with other content"
         )
-    held = conn.execute("SELECT kind FROM apps WHERE app_id = ?", (manifest.id,)).fetchone()
+    held = txn.execute("SELECT kind FROM apps WHERE app_id = ?", (manifest.id,)).fetchone()
     if held is not None and (held[0] == "installed") != (manifest.kind == "installed"):
         raise RegistryError(
             "app_kind_conflict", "a delivered app cannot replace a built-in one, or the reverse"
         )
-    holder = conn.execute(
+    holder = txn.execute(
         "SELECT app_id FROM apps WHERE app_scope = ? AND app_id != ?",
         (manifest.app_scope, manifest.id),
     ).fetchone()
     if holder is not None:
         raise RegistryError("app_scope_conflict", "another app already uses this app scope")
-    current = _entry(conn, manifest.id)
+    current = _entry(txn, manifest.id)
     if stored is not None and current is not None and current.version == manifest.version:
         if enable and not current.enabled:
-            return _installed(conn, set_enabled(conn, manifest.id, True, now), False, now)
-        inventory, changed = refresh_inventory(conn, now)
+            return _installed(txn, set_enabled(txn, manifest.id, True, now), False, now)
+        inventory, changed = refresh_inventory(txn, now)
         return Installed(current, False, inventory, changed)
     if stored is None:
-        conn.execute(
+        txn.execute(
             "INSERT INTO app_versions (app_id, version, kind, app_scope, manifest, digest,"
             " installed_at, files_digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
@@ -287,31 +286,31 @@ def install(
                 bundle_digest,
             ),
         )
-        conn.executemany(
+        txn.executemany(
             "INSERT INTO app_files (app_id, version, path, body) VALUES (?, ?, ?, ?)",
             [(manifest.id, manifest.version, path, data) for path, data in (files or {}).items()],
         )
         _manifests[digest] = manifest
     enabled = enable or (current is not None and current.enabled)
-    conn.execute(
+    txn.execute(
         "INSERT INTO apps (app_id, app_scope, kind, version, enabled, updated_at)"
         " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (app_id) DO UPDATE SET"
         " app_scope = excluded.app_scope, kind = excluded.kind, version = excluded.version,"
         " enabled = excluded.enabled, updated_at = excluded.updated_at",
         (manifest.id, manifest.app_scope, manifest.kind, manifest.version, int(enabled), now),
     )
-    audit(conn, now, "user", "app.install", f"{manifest.id}@{manifest.version}", "installed")
-    entry = _entry(conn, manifest.id)
+    audit(txn, now, "user", "app.install", f"{manifest.id}@{manifest.version}", "installed")
+    entry = _entry(txn, manifest.id)
     assert entry is not None
-    return _installed(conn, entry, True, now)
+    return _installed(txn, entry, True, now)
 
 
-def _installed(conn: sqlite3.Connection, entry: AppEntry, new: bool, now: str) -> Installed:
-    inventory, changed = refresh_inventory(conn, now)
+def _installed(txn: RuntimeTxn, entry: AppEntry, new: bool, now: str) -> Installed:
+    inventory, changed = refresh_inventory(txn, now)
     return Installed(entry, new, inventory, changed)
 
 
-def set_enabled(conn: sqlite3.Connection, app_id: str, enabled: bool, now: str) -> AppEntry:
+def set_enabled(conn: Sql, app_id: str, enabled: bool, now: str) -> AppEntry:
     """Enable or disable ``app_id`` (idempotent). Raises ``RegistryError``
     (``app_not_found``; ``app_unavailable`` to enable an app with no version it may
     run)."""
@@ -331,9 +330,7 @@ def set_enabled(conn: sqlite3.Connection, app_id: str, enabled: bool, now: str) 
     return entry
 
 
-def surface_of(
-    conn: sqlite3.Connection, app_scope: str, surface_id: str | None = None
-) -> SurfaceSource | None:
+def surface_of(conn: Sql, app_scope: str, surface_id: str | None = None) -> SurfaceSource | None:
     """The surface ``surface_id`` (by default the first) of the version in use of the
     app with ``app_scope``, from its stored files; ``None`` without one."""
     row = conn.execute("SELECT app_id, version FROM apps WHERE app_scope = ?", (app_scope,))
@@ -344,7 +341,7 @@ def surface_of(
 
 
 def surface_of_version(
-    conn: sqlite3.Connection, app_id: str, version: str, surface_id: str | None = None
+    conn: Sql, app_id: str, version: str, surface_id: str | None = None
 ) -> SurfaceSource | None:
     """The surface ``surface_id`` (by default the first) of ``app_id`` at exactly
     ``version``, from its stored files; ``None`` without one. An installed app's
@@ -363,7 +360,7 @@ def surface_of_version(
     return surface_source(manifest, {k: bytes(v) for k, v in files.items()}, surface_id)
 
 
-def runnable_release(conn: sqlite3.Connection, app_id: str, version: str) -> bool:
+def runnable_release(conn: Sql, app_id: str, version: str) -> bool:
     """Whether ``app_id`` at ``version`` was installed from a verified release that
     is not revoked, by a key that is not revoked."""
     row = conn.execute(
@@ -376,7 +373,7 @@ def runnable_release(conn: sqlite3.Connection, app_id: str, version: str) -> boo
     return row is not None
 
 
-def find_tool(conn: sqlite3.Connection, tool_id: str) -> ToolTarget | None:
+def find_tool(conn: Sql, tool_id: str) -> ToolTarget | None:
     """The registered app (enabled or not) whose version in use declares ``tool_id``."""
     scope = tool_id.split(".", 1)[0]
     row = conn.execute("SELECT app_id FROM apps WHERE app_scope = ?", (scope,)).fetchone()
@@ -392,7 +389,7 @@ def find_tool(conn: sqlite3.Connection, tool_id: str) -> ToolTarget | None:
     return None
 
 
-def granted(conn: sqlite3.Connection, app_id: str) -> dict[str, CapabilityDescriptor]:
+def granted(conn: Sql, app_id: str) -> dict[str, CapabilityDescriptor]:
     """The capabilities granted to ``app_id`` by the policy, by name."""
     rows = conn.execute(
         "SELECT name, version, risk FROM capability_grants WHERE app_id = ? ORDER BY name",
@@ -421,7 +418,7 @@ def _union(found: list[CapabilityDescriptor]) -> list[CapabilityDescriptor]:
     return [best[name] for name in sorted(best)]
 
 
-def build_inventory(conn: sqlite3.Connection, revision: str | None = None) -> ClientInventory:
+def build_inventory(conn: Sql, revision: str | None = None) -> ClientInventory:
     """The content to advertise now (under ``revision``; a digest when ``None``): the
     enabled apps, their tools whose permissions are all granted, and the granted
     capabilities they declare."""
@@ -452,7 +449,7 @@ def build_inventory(conn: sqlite3.Connection, revision: str | None = None) -> Cl
     return content
 
 
-def advertised_tool(conn: sqlite3.Connection, tool_id: str) -> ToolTarget | None:
+def advertised_tool(conn: Sql, tool_id: str) -> ToolTarget | None:
     """``tool_id`` if the inventory advertises it now: a registered, enabled app
     declares it and every one of its permissions is granted to that app."""
     found = find_tool(conn, tool_id)
@@ -464,7 +461,7 @@ def advertised_tool(conn: sqlite3.Connection, tool_id: str) -> ToolTarget | None
 
 
 def grant_capability(
-    conn: sqlite3.Connection,
+    conn: Sql,
     app_id: str,
     name: str,
     now: str,
@@ -499,7 +496,7 @@ def grant_capability(
     return True
 
 
-def revoke_capability(conn: sqlite3.Connection, app_id: str, name: str, now: str) -> bool:
+def revoke_capability(conn: Sql, app_id: str, name: str, now: str) -> bool:
     """Remove the grant of ``name`` to ``app_id`` (idempotent). Returns whether the
     policy changed."""
     removed = conn.execute(
@@ -516,37 +513,38 @@ def app_list(inventory: ClientInventory) -> AppList:
 
 
 def publish_app_list(
-    conn: sqlite3.Connection, conversation_id: str, inventory: ClientInventory, now: str
+    txn: RuntimeTxn, conversation_id: str, inventory: ClientInventory, now: str
 ) -> OutboxItem | None:
     """Queue the ``app.list`` of ``inventory`` to a conversation unless that same
     projection was the last one queued there. A conversation that never had one gets
     it only when the projection is not empty."""
     projection = app_list(inventory)
     digest = _digest(msgspec.json.encode(projection, order="deterministic"))
-    row = conn.execute(
+    row = txn.execute(
         "SELECT digest FROM app_list_published WHERE conversation_id = ?", (conversation_id,)
     ).fetchone()
     if (row is not None and row[0] == digest) or (row is None and not projection.capabilities):
         return None
-    conn.execute(
+    txn.execute(
         "INSERT INTO app_list_published (conversation_id, digest, at) VALUES (?, ?, ?)"
         " ON CONFLICT (conversation_id) DO UPDATE SET digest = excluded.digest, at = excluded.at",
         (conversation_id, digest, now),
     )
     return queue_from_runtime(
-        conn, AppListEnvelope, f"apl_{uuid.uuid4().hex}", conversation_id, projection, now
+        txn, AppListEnvelope, f"apl_{uuid.uuid4().hex}", conversation_id, projection, now
     )
 
 
-def revision(conn: sqlite3.Connection) -> str:
+def revision(conn: Sql) -> str:
     """The inventory revision advertised now (``inv-<n>``)."""
     row = conn.execute("SELECT counter FROM inventory_state WHERE id = 1").fetchone()
     return INITIAL_REVISION if row is None else f"inv-{row[0]}"
 
 
-def refresh_inventory(conn: sqlite3.Connection, now: str) -> tuple[ClientInventory, bool]:
+def refresh_inventory(txn: RuntimeTxn, now: str) -> tuple[ClientInventory, bool]:
     """The inventory to advertise, its counter bumped when the content changed since
     it was last stored. Returns it and whether it changed."""
+    conn = txn
     content = build_inventory(conn)
     digest = ix.content_digest(content)
     row = conn.execute("SELECT counter, digest FROM inventory_state WHERE id = 1").fetchone()
@@ -566,7 +564,29 @@ def refresh_inventory(conn: sqlite3.Connection, now: str) -> tuple[ClientInvento
         audit(conn, now, "runtime", "inventory", f"inv-{counter}", "changed")
     else:
         counter, changed = row[0], False
-    return _with_revision(content, f"inv-{counter}"), changed
+    inventory = _with_revision(content, f"inv-{counter}")
+    publish_everywhere(txn, inventory, now)
+    txn.emit(InventoryChanged(inventory))
+    return inventory, changed
+
+
+def publish_everywhere(txn: RuntimeTxn, inventory: ClientInventory, now: str) -> None:
+    """Queue ``inventory`` (and its ``app.list``) to every conversation that does not
+    have that revision yet, in the transaction that made it. Nothing before a login:
+    there is nobody to publish as."""
+    if not has_session(txn):
+        return
+    for (conversation_id,) in txn.execute(
+        "SELECT id FROM conversations ORDER BY created_at, id"
+    ).fetchall():
+        publish_to(txn, conversation_id, inventory, now)
+
+
+def publish_to(txn: RuntimeTxn, conversation_id: str, inventory: ClientInventory, now: str) -> None:
+    """``client.inventory`` then ``app.list`` (runtime-sent, docs/protocol.md), each
+    only when it differs from the one last queued to the conversation."""
+    interaction_store.publish_inventory(txn, conversation_id, inventory, now)
+    publish_app_list(txn, conversation_id, inventory, now)
 
 
 def _with_revision(content: ClientInventory, value: str) -> ClientInventory:
@@ -582,29 +602,27 @@ def _with_revision(content: ClientInventory, value: str) -> ClientInventory:
 # --- the async face ------------------------------------------------------------------------
 
 
-async def _ignore(_: ClientInventory) -> None:
-    return None
-
-
 class AppRegistry:
-    """Install, enable and disable apps; keep the current inventory. ``on_change`` is
-    awaited with the new inventory after every commit that changed it."""
+    """Install, enable and disable apps; serve the current inventory. Every
+    transaction that changes what the inventory holds recomputes it, publishes it and
+    emits ``InventoryChanged``, which this registry adopts after the commit."""
 
     def __init__(
         self,
         store: RuntimeStore,
         *,
         clock: Callable[[], datetime] | None = None,
-        on_change: Callable[[ClientInventory], Awaitable[None]] = _ignore,
         initial: ClientInventory | None = None,
-        kernel: AppKernel | None = None,
     ) -> None:
         self._store = store
-        self._kernel = kernel
         self._clock = clock or (lambda: datetime.now(UTC))
-        self._on_change = on_change
         self.inventory: ClientInventory = initial or ix.inventory(revision=INITIAL_REVISION)
         """The inventory advertised now (the last one committed)."""
+        store.listen(emit=self._adopt)
+
+    def _adopt(self, event: RuntimeEvent) -> None:
+        if isinstance(event, InventoryChanged):
+            self.inventory = event.inventory
 
     def _now(self) -> str:
         return self._clock().astimezone(UTC).isoformat(timespec="milliseconds")
@@ -612,8 +630,7 @@ class AppRegistry:
     async def load(self) -> ClientInventory:
         """After the store opened: the stored inventory, bumped if this software
         advertises something else for the same apps."""
-        inventory, changed = await self._store.db.write(refresh_inventory, self._now())
-        await self._changed(inventory, changed)
+        inventory, _ = await self._store.db.write(refresh_inventory, self._now())
         return inventory
 
     async def install(
@@ -637,7 +654,6 @@ class AppRegistry:
         result: Installed = await self._store.db.write(
             _install_txn, manifest, files, enable, self._now()
         )
-        await self._changed(result.inventory, result.inventory_changed)
         return result
 
     async def surface(self, app_scope: str, surface_id: str | None = None) -> SurfaceSource | None:
@@ -658,12 +674,7 @@ class AppRegistry:
         """Enabling or disabling is one transaction. Disabling also closes every live
         instance of the app in it (tools ``cancelled(app_closed)``, surfaces closed,
         sub-sessions ended ``app_disabled``): a disabled app runs nowhere."""
-        entry, inventory, changed, closes = await self._store.db.write(
-            _set_txn, app_id, enabled, self._now(), self._kernel
-        )
-        if self._kernel is not None:
-            self._kernel.settle(closes)
-        await self._changed(inventory, changed)
+        entry: AppEntry = await self._store.db.write(_set_txn, app_id, enabled, self._now())
         return entry
 
     async def grant_capability(
@@ -680,8 +691,7 @@ class AppRegistry:
         return await self._store.db.read(granted, app_id)
 
     async def _policy(self, txn: Callable[..., Any], *args: Any) -> ClientInventory:
-        inventory, changed = await self._store.db.write(txn, *args, self._now())
-        await self._changed(inventory, changed)
+        inventory, _ = await self._store.db.write(txn, *args, self._now())
         return inventory  # type: ignore[no-any-return]
 
     async def apps(self) -> list[AppEntry]:
@@ -696,56 +706,39 @@ class AppRegistry:
     async def refresh(self) -> ClientInventory:
         """Recompute the inventory after something else changed what it holds (a
         host attached its capabilities, the person revoked one)."""
-        inventory, changed = await self._store.db.write(refresh_inventory, self._now())
-        await self._changed(inventory, changed)
+        inventory, _ = await self._store.db.write(refresh_inventory, self._now())
         return inventory
 
-    async def committed(self, inventory: ClientInventory, changed: bool) -> None:
-        """Another component committed a transaction that recomputed the inventory
-        (signed delivery): adopt it like this registry's own."""
-        await self._changed(inventory, changed)
 
-    async def _changed(self, inventory: ClientInventory, changed: bool) -> None:
-        """Keep the committed inventory; tell the Runtime when it differs from the one
-        it advertised (a new revision, or the stored one on ``load``)."""
-        if not changed and inventory == self.inventory:
-            return
-        self.inventory = inventory
-        await self._on_change(inventory)
-
-
-def _enabled(conn: sqlite3.Connection) -> list[AppEntry]:
+def _enabled(conn: Sql) -> list[AppEntry]:
     return entries(conn, enabled_only=True)
 
 
 def _install_txn(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     manifest: AppManifest,
     files: Mapping[str, bytes] | None,
     enable: bool,
     now: str,
 ) -> Installed:
-    return install(conn, manifest, now, enable=enable, files=files)
+    return install(txn, manifest, now, enable=enable, files=files)
 
 
-def _set_txn(
-    conn: sqlite3.Connection, app_id: str, enabled: bool, now: str, kernel: AppKernel | None
-) -> tuple[AppEntry, ClientInventory, bool, list[tuple[int, LifecycleResult]]]:
-    entry = set_enabled(conn, app_id, enabled, now)
-    closes = [] if enabled or kernel is None else kernel.close_scope(conn, entry.app_scope, now)
-    inventory, changed = refresh_inventory(conn, now)
-    return entry, inventory, changed, closes
+def _set_txn(txn: RuntimeTxn, app_id: str, enabled: bool, now: str) -> AppEntry:
+    entry = set_enabled(txn, app_id, enabled, now)
+    if not enabled:
+        instance_store.close_scope(txn, entry.app_scope, now)
+    refresh_inventory(txn, now)
+    return entry
 
 
 def _grant_txn(
-    conn: sqlite3.Connection, app_id: str, name: str, version: str, risk: str, now: str
+    txn: RuntimeTxn, app_id: str, name: str, version: str, risk: str, now: str
 ) -> tuple[ClientInventory, bool]:
-    grant_capability(conn, app_id, name, now, version=version, risk=risk)
-    return refresh_inventory(conn, now)
+    grant_capability(txn, app_id, name, now, version=version, risk=risk)
+    return refresh_inventory(txn, now)
 
 
-def _revoke_txn(
-    conn: sqlite3.Connection, app_id: str, name: str, now: str
-) -> tuple[ClientInventory, bool]:
-    revoke_capability(conn, app_id, name, now)
-    return refresh_inventory(conn, now)
+def _revoke_txn(txn: RuntimeTxn, app_id: str, name: str, now: str) -> tuple[ClientInventory, bool]:
+    revoke_capability(txn, app_id, name, now)
+    return refresh_inventory(txn, now)

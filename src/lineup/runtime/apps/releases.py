@@ -22,9 +22,7 @@ Transaction functions take the connection and run on the store's writer. Rules:
 from __future__ import annotations
 
 import functools
-import sqlite3
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from lineup.delivery.cache import VerifiedCache
 from lineup.delivery.catalog import CatalogDocument
@@ -36,12 +34,9 @@ from lineup.delivery.verify import Verified, verify
 from .. import ui_surfaces
 from ..records import OutboxItem
 from ..tables import audit
-from . import registry
+from ..txn import RuntimeTxn, Sql
+from . import instance_store, registry
 from .manifest import compare_semver
-
-if TYPE_CHECKING:
-    from .instance_store import LifecycleResult
-    from .kernel import AppKernel
 
 __all__ = [
     "CentreApp",
@@ -59,7 +54,6 @@ __all__ = [
     "trust_key",
 ]
 
-Closes = list[tuple[int, "LifecycleResult"]]
 Ended = tuple[str, str, OutboxItem]
 """An agent surface ended: conversation id, its ``ui.open`` id, the event queued."""
 
@@ -124,7 +118,7 @@ class CentreApp:
 # --- trust ------------------------------------------------------------------------------------
 
 
-def trust_key(conn: sqlite3.Connection, key: PublicKey, now: str) -> bool:
+def trust_key(conn: Sql, key: PublicKey, now: str) -> bool:
     """Trust ``key`` for releases (idempotent). A revoked key id cannot be trusted
     again: ``key_revoked``."""
     if conn.execute("SELECT 1 FROM revoked_keys WHERE key_id = ?", (key.key_id,)).fetchone():
@@ -139,7 +133,7 @@ def trust_key(conn: sqlite3.Connection, key: PublicKey, now: str) -> bool:
     return bool(added)
 
 
-def trust(conn: sqlite3.Connection) -> Trust:
+def trust(conn: Sql) -> Trust:
     keys = {
         r[0]: PublicKey(r[0], bytes(r[1]), r[2])
         for r in conn.execute("SELECT key_id, public_key, name FROM trusted_keys")
@@ -151,7 +145,7 @@ def trust(conn: sqlite3.Connection) -> Trust:
 # --- install ----------------------------------------------------------------------------------
 
 
-def _revoked_version(conn: sqlite3.Connection, app_id: str, version: str) -> bool:
+def _revoked_version(conn: Sql, app_id: str, version: str) -> bool:
     return (
         conn.execute(
             "SELECT 1 FROM revoked_versions WHERE app_id = ? AND version = ?", (app_id, version)
@@ -160,7 +154,7 @@ def _revoked_version(conn: sqlite3.Connection, app_id: str, version: str) -> boo
     )
 
 
-def check_installable(conn: sqlite3.Connection, release: Release) -> None:
+def check_installable(conn: Sql, release: Release) -> None:
     """Refuse, before anything is fetched, a release that cannot be installed here:
     ``version_revoked``, ``key_revoked``, ``app_version_conflict`` (this version is
     installed with other bytes), ``version_downgrade``."""
@@ -179,7 +173,7 @@ def check_installable(conn: sqlite3.Connection, release: Release) -> None:
         )
 
 
-def _stored_sha256(conn: sqlite3.Connection, release: Release) -> str | None:
+def _stored_sha256(conn: Sql, release: Release) -> str | None:
     row = conn.execute(
         "SELECT sha256 FROM app_releases WHERE app_id = ? AND version = ?",
         (release.app_id, release.version),
@@ -192,7 +186,7 @@ def _stored_sha256(conn: sqlite3.Connection, release: Release) -> str | None:
 
 
 def record_verified(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     verified: Verified,
     now: str,
     cache: VerifiedCache,
@@ -203,15 +197,15 @@ def record_verified(
     use. Raises ``DeliveryError`` or ``registry.RegistryError``; a refusal changes
     nothing."""
     release = verified.release
-    check_installable(conn, release)
-    if release.key_id not in trust(conn).keys:  # trust changed while it downloaded
+    check_installable(txn, release)
+    if release.key_id not in trust(txn).keys:  # trust changed while it downloaded
         raise DeliveryError(DeliveryErrorCode.KEY_UNKNOWN, "the signing key is not trusted")
     if cache.read(release.sha256) is None:  # the row must never name a missing file
         raise DeliveryError(DeliveryErrorCode.CACHE_UNAVAILABLE, "the verified file is missing")
-    stored = _stored_sha256(conn, release)
+    stored = _stored_sha256(txn, release)
     try:
         installed = registry.install(
-            conn,
+            txn,
             verified.bundle.manifest,
             now,
             enable=enable,
@@ -223,7 +217,7 @@ def record_verified(
             raise DeliveryError(DeliveryErrorCode.VERSION_CONFLICT, exc.message) from None
         raise
     if stored is None:
-        conn.execute(
+        txn.execute(
             "INSERT INTO app_releases (app_id, version, artifact_id, sha256, length, key_id,"
             " release, verified_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
@@ -237,19 +231,19 @@ def record_verified(
                 now,
             ),
         )
-    cleared = conn.execute(
+    cleared = txn.execute(
         "UPDATE apps SET unavailable = NULL WHERE app_id = ? AND unavailable IS NOT NULL",
         (release.app_id,),
     ).rowcount
     subject = f"{release.app_id}@{release.version}"
-    audit(conn, now, "user", "app.release", subject, "verified", release.key_id)
+    audit(txn, now, "user", "app.release", subject, "verified", release.key_id)
     if not cleared:  # registry.install already refreshed the inventory
         return installed
     if enable:
-        registry.set_enabled(conn, release.app_id, True, now)
-    entry = registry.entries_by_id(conn, release.app_id)
+        registry.set_enabled(txn, release.app_id, True, now)
+    entry = registry.entries_by_id(txn, release.app_id)
     assert entry is not None
-    inventory, changed = registry.refresh_inventory(conn, now)
+    inventory, changed = registry.refresh_inventory(txn, now)
     return registry.Installed(entry, installed.installed, inventory, changed)
 
 
@@ -257,99 +251,94 @@ def record_verified(
 
 
 def revoke_version(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     app_id: str,
     version: str,
     source: str,
     now: str,
     cache: VerifiedCache,
-    kernel: AppKernel | None,
-) -> tuple[list[Fallback], Closes, list[Ended]]:
+) -> tuple[list[Fallback], list[Ended]]:
     """Revoke ``app_id`` at ``version`` (idempotent) and fall back if it is in use."""
-    added = conn.execute(
+    added = txn.execute(
         "INSERT OR IGNORE INTO revoked_versions (app_id, version, source, revoked_at)"
         " VALUES (?, ?, ?, ?)",
         (app_id, version, source, now),
     ).rowcount
     if added:
-        audit(conn, now, source, "app.revoke", f"{app_id}@{version}", "revoked")
-    entry = registry.entries_by_id(conn, app_id)
+        audit(txn, now, source, "app.revoke", f"{app_id}@{version}", "revoked")
+    entry = registry.entries_by_id(txn, app_id)
     if entry is None or entry.kind != "installed" or entry.unavailable is not None:
-        return [], [], []
+        return [], []
     if entry.version != version:
-        return [], [], []
-    return _fall_back(conn, [entry], "version_revoked", now, cache, kernel)
+        return [], []
+    return _fall_back(txn, [entry], "version_revoked", now, cache)
 
 
 def revoke_key(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     key_id: str,
     source: str,
     now: str,
     cache: VerifiedCache,
-    kernel: AppKernel | None,
-) -> tuple[list[Fallback], Closes, list[Ended]]:
+) -> tuple[list[Fallback], list[Ended]]:
     """Revoke a key (idempotent): every app whose version in use it signed falls back."""
-    added = conn.execute(
+    added = txn.execute(
         "INSERT OR IGNORE INTO revoked_keys (key_id, source, revoked_at) VALUES (?, ?, ?)",
         (key_id, source, now),
     ).rowcount
     if added:
-        audit(conn, now, source, "key.revoke", key_id, "revoked")
-    rows = conn.execute(
+        audit(txn, now, source, "key.revoke", key_id, "revoked")
+    rows = txn.execute(
         "SELECT a.app_id FROM apps a JOIN app_releases r"
         " ON r.app_id = a.app_id AND r.version = a.version"
         " WHERE r.key_id = ? AND a.unavailable IS NULL ORDER BY a.app_id",
         (key_id,),
     ).fetchall()
-    found = [registry.entries_by_id(conn, r[0]) for r in rows]
+    found = [registry.entries_by_id(txn, r[0]) for r in rows]
     affected = [e for e in found if e is not None]
-    return _fall_back(conn, affected, "key_revoked", now, cache, kernel)
+    return _fall_back(txn, affected, "key_revoked", now, cache)
 
 
 def _fall_back(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     affected: list[registry.AppEntry],
     reason: str,
     now: str,
     cache: VerifiedCache,
-    kernel: AppKernel | None,
-) -> tuple[list[Fallback], Closes, list[Ended]]:
+) -> tuple[list[Fallback], list[Ended]]:
     fallbacks: list[Fallback] = []
-    closes: Closes = []
     events: list[Ended] = []
-    current = trust(conn)
+    current = trust(txn)
     for entry in affected:
-        manifest = registry.manifest_of(conn, entry.app_id, entry.version)
+        manifest = registry.manifest_of(txn, entry.app_id, entry.version)
         name = manifest.name if manifest else entry.app_id
-        target = _predecessor(conn, entry, current, cache)
+        target = _predecessor(txn, entry, current, cache)
         subject = f"{entry.app_id}@{entry.version}"
         if target is not None:
-            conn.execute(
+            txn.execute(
                 "UPDATE apps SET version = ?, updated_at = ? WHERE app_id = ?",
                 (target, now, entry.app_id),
             )
-            audit(conn, now, "runtime", "app.rollback", subject, "rolled_back", reason)
+            audit(txn, now, "runtime", "app.rollback", subject, "rolled_back", reason)
             fallbacks.append(
                 Fallback(entry.app_id, "rolled_back", entry.version, target, reason, name)
             )
         else:
-            conn.execute(
+            txn.execute(
                 "UPDATE apps SET enabled = 0, unavailable = ?, updated_at = ? WHERE app_id = ?",
                 (reason, now, entry.app_id),
             )
-            audit(conn, now, "runtime", "app.rollback", subject, "unavailable", reason)
+            audit(txn, now, "runtime", "app.rollback", subject, "unavailable", reason)
             fallbacks.append(
                 Fallback(entry.app_id, "unavailable", entry.version, None, reason, name)
             )
-        if kernel is not None:
-            closes.extend(kernel.close_scope(conn, entry.app_scope, now, reason="app_revoked"))
-        events.extend(ui_surfaces.close_for_version(conn, entry.app_id, entry.version, now))
-    return fallbacks, closes, events
+        instance_store.close_scope(txn, entry.app_scope, now, reason="app_revoked")
+        events.extend(ui_surfaces.close_for_version(txn, entry.app_id, entry.version, now))
+    return fallbacks, events
 
 
 def _predecessor(
-    conn: sqlite3.Connection, entry: registry.AppEntry, current: Trust, cache: VerifiedCache
+    conn: Sql, entry: registry.AppEntry, current: Trust, cache: VerifiedCache
 ) -> str | None:
     """The newest version older than the one in use that verifies now, from the
     verified cache."""
@@ -374,28 +363,26 @@ def _predecessor(
 # --- removal ------------------------------------------------------------------------------------
 
 
-def remove_app(
-    conn: sqlite3.Connection, app_id: str, now: str, kernel: AppKernel | None
-) -> tuple[Closes, list[Ended]]:
+def remove_app(txn: RuntimeTxn, app_id: str, now: str) -> list[Ended]:
     """Remove a delivered app: close its live instances and open surfaces, then delete
     its versions, files, releases and grants. Built-in apps are not removable
     (``app_not_removable``; disable them instead)."""
-    entry = registry.entries_by_id(conn, app_id)
+    entry = registry.entries_by_id(txn, app_id)
     if entry is None:
         raise registry.RegistryError("app_not_found", "no such app")
     if entry.kind != "installed":
         raise registry.RegistryError("app_not_removable", "a built-in app can only be disabled")
-    closes = [] if kernel is None else kernel.close_scope(conn, entry.app_scope, now)
+    instance_store.close_scope(txn, entry.app_scope, now)
     events: list[Ended] = []
     for version in entry.versions:
-        events.extend(ui_surfaces.close_for_version(conn, app_id, version, now))
+        events.extend(ui_surfaces.close_for_version(txn, app_id, version, now))
     for table in ("apps", "app_files", "app_releases", "app_versions", "capability_grants"):
-        conn.execute(f"DELETE FROM {table} WHERE app_id = ?", (app_id,))  # noqa: S608
-    audit(conn, now, "user", "app.remove", app_id, "removed")
-    return closes, events
+        txn.execute(f"DELETE FROM {table} WHERE app_id = ?", (app_id,))  # noqa: S608
+    audit(txn, now, "user", "app.remove", app_id, "removed")
+    return events
 
 
-def referenced_digests(conn: sqlite3.Connection) -> set[str]:
+def referenced_digests(conn: Sql) -> set[str]:
     """Every artifact the store still names (what the verified cache must keep)."""
     return {r[0] for r in conn.execute("SELECT sha256 FROM app_releases")}
 
@@ -403,7 +390,7 @@ def referenced_digests(conn: sqlite3.Connection) -> set[str]:
 # --- the catalog ------------------------------------------------------------------------------
 
 
-def store_catalog(conn: sqlite3.Connection, document: CatalogDocument, now: str) -> bool:
+def store_catalog(conn: Sql, document: CatalogDocument, now: str) -> bool:
     """Keep the fetched catalog's releases (for "update available"). Returns whether
     the revision changed."""
     row = conn.execute("SELECT revision FROM catalog_state WHERE id = 1").fetchone()
@@ -429,14 +416,14 @@ def store_catalog(conn: sqlite3.Connection, document: CatalogDocument, now: str)
     return True
 
 
-def catalog_release(conn: sqlite3.Connection, app_id: str, version: str) -> Release | None:
+def catalog_release(conn: Sql, app_id: str, version: str) -> Release | None:
     row = conn.execute(
         "SELECT release FROM catalog_releases WHERE app_id = ? AND version = ?", (app_id, version)
     ).fetchone()
     return None if row is None else decode_release(bytes(row[0]))
 
 
-def _offers(conn: sqlite3.Connection) -> dict[str, Offer]:
+def _offers(conn: Sql) -> dict[str, Offer]:
     """The newest installable release the catalog offers, per app."""
     current = trust(conn)
     best: dict[str, Offer] = {}
@@ -451,7 +438,7 @@ def _offers(conn: sqlite3.Connection) -> dict[str, Offer]:
     return best
 
 
-def app_centre(conn: sqlite3.Connection) -> tuple[list[CentreApp], list[Offer], dict[str, object]]:
+def app_centre(conn: Sql) -> tuple[list[CentreApp], list[Offer], dict[str, object]]:
     """Every installed app with what can be done with it, the catalog's apps that are
     not installed, and the catalog's state."""
     offers = _offers(conn)

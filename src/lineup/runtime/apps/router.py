@@ -38,9 +38,9 @@ stores no call row: it spends the call id in ``refused_calls`` and queues its on
 ``rejected`` result (``interaction_store.refuse_call``). A call id already spent
 does nothing at all.
 
-Lifecycle operations run through a hook (``LifecycleHook``) inside the same
-transaction; the Runtime passes the ``AppKernel``'s so the kernel adopts the new
-value after the commit.
+Lifecycle operations run inside the same transaction
+(``instance_store.apply_lifecycle``); what they queue is sent, and the kernel adopts
+the new value, after the commit (the unit of work, ``RuntimeTxn``).
 
 ``ToolRouter`` is the app side (the bridge's): ``app_started``, ``app_progress``,
 ``app_complete`` (the result checked against the compiled output schema:
@@ -52,10 +52,9 @@ AppServer acknowledged a result envelope; ``due`` for timeouts.
 from __future__ import annotations
 
 import re
-import sqlite3
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -66,13 +65,14 @@ from lineup.protocol.fields import ERROR_CODE_PATTERN
 from lineup.protocol.payloads import ToolProgress
 
 from .. import interaction_store
-from ..records import OutboxItem, Received, ToolCallIntent
+from ..events import ToolCallsChanged
+from ..records import Received, ToolCallIntent
 from ..store import RuntimeStore
 from ..tables import audit, call_spent
+from ..txn import RuntimeTxn, Sql
 from . import instance_store, registry, tool_call_store
 from .focus import Instances
 from .instance_store import Action, LifecycleResult, Op
-from .kernel import AppKernel
 from .kernel import Receipt as LifecycleReceipt
 from .lifecycle import MiniAppInstanceRecord
 from .lifecycle import State as AppState
@@ -81,43 +81,27 @@ from .tool_call_store import CallOutcome, StoredToolCall
 from .tool_calls import CALL_NOT_FOUND, SETTLED, Event, Receipt, State
 
 __all__ = [
-    "AppRequestDone",
-    "LifecycleHook",
     "Routed",
     "ToolRouter",
     "app_request",
     "delivered",
-    "direct_lifecycle",
     "is_ordinary",
     "restore_focus",
     "route",
 ]
-
-LifecycleHook = Callable[[sqlite3.Connection, Op, str], tuple[int, LifecycleResult]]
-"""Runs one lifecycle operation inside the caller's transaction; returns the kernel's
-commit order and the result."""
 
 _CODE = re.compile(ERROR_CODE_PATTERN)
 _READY = frozenset({AppState.FOREGROUND, AppState.BACKGROUND})
 _BINDABLE = _READY | {AppState.STARTING, AppState.SUSPENDED}
 
 
-def direct_lifecycle(conn: sqlite3.Connection, op: Op, now: str) -> tuple[int, LifecycleResult]:
-    """The hook without a kernel (store-level use and tests)."""
-    return 0, instance_store.apply_lifecycle(conn, op, now)
-
-
 @dataclass(frozen=True, slots=True)
 class Routed:
     """What routing one call did. ``code``: the rejection code, or ``None`` when the
-    call was stored (``call``). ``outbox``: every envelope queued (the ``rejected``
-    result, ``app_session.opened``), in order. ``lifecycle``: the lifecycle results
-    to hand to the kernel after the commit."""
+    call was stored (``call``)."""
 
     call: StoredToolCall | None = None
     code: str | None = None
-    outbox: tuple[OutboxItem, ...] = ()
-    lifecycle: tuple[tuple[int, LifecycleResult], ...] = field(default_factory=tuple)
 
 
 class _Refused(Exception):
@@ -127,7 +111,7 @@ class _Refused(Exception):
         self.message = message or code
 
 
-def _agent(conn: sqlite3.Connection, conversation_id: str) -> str | None:
+def _agent(conn: Sql, conversation_id: str) -> str | None:
     row = conn.execute(
         "SELECT agent_id FROM conversations WHERE id = ?", (conversation_id,)
     ).fetchone()
@@ -135,7 +119,7 @@ def _agent(conn: sqlite3.Connection, conversation_id: str) -> str | None:
 
 
 def _session_instance(
-    conn: sqlite3.Connection, app_session_id: str, conversation_id: str, agent_id: str, scope: str
+    conn: Sql, app_session_id: str, conversation_id: str, agent_id: str, scope: str
 ) -> str:
     row = conn.execute(
         "SELECT app_scope, instance_id FROM app_sessions"
@@ -171,15 +155,11 @@ def _pick(
     return None
 
 
-def route(
-    conn: sqlite3.Connection,
-    received: Received,
-    intent: ToolCallIntent,
-    now: str,
-    lifecycle: LifecycleHook = direct_lifecycle,
-) -> Routed | None:
+def route(txn: RuntimeTxn, received: Received, intent: ToolCallIntent, now: str) -> Routed | None:
     """Check, bind and store one ordinary ``tool.call`` whose timeline row was just
-    stored; ``None`` for a call id already spent (nothing is sent again)."""
+    stored; ``None`` for a call id already spent (nothing is sent again). The app of
+    the instance the call is bound to hears of it after the commit."""
+    conn = txn
     conversation_id = received.conversation_id
     call_id = intent.call_id
     envelope_id = received.envelope_id or ""
@@ -187,8 +167,6 @@ def route(
         subject = f"{conversation_id}/{call_id}"
         audit(conn, now, "agent", "tool.call", subject, "duplicate", ErrorCode.CALL_ALREADY_FINAL)
         return None
-    done: list[tuple[int, LifecycleResult]] = []
-    outbox: list[OutboxItem] = []
     try:
         envelope = decode(received.body)
         if not isinstance(envelope, ToolCallEnvelope):  # classify already decoded it
@@ -250,16 +228,16 @@ def route(
                 foreground=front,
                 actor="agent",
             )
-            record = _lifecycle(conn, opened, now, lifecycle, done, outbox)
+            record = _lifecycle(txn, opened, now)
         elif front and value.focus != record.instance_id:
             wanted = Op(Action.REQUEST_FOREGROUND, record.instance_id, actor="agent")
-            record = _lifecycle(conn, wanted, now, lifecycle, done, outbox)
+            record = _lifecycle(txn, wanted, now)
         brought = front and before != record.instance_id
     except _Refused as refused:
-        item = interaction_store.refuse_call(
-            conn, conversation_id, call_id, envelope_id, refused.code, refused.message, now
+        interaction_store.refuse_call(
+            txn, conversation_id, call_id, envelope_id, refused.code, refused.message, now
         )
-        return Routed(code=refused.code, outbox=(*outbox, item), lifecycle=tuple(done))
+        return Routed(code=refused.code)
     inserted = tool_call_store.insert(
         conn,
         conversation_id,
@@ -284,30 +262,23 @@ def route(
         )
     tool_call_store.act(conn, conversation_id, call_id, Event.ROUTE, now)
     step = Event.DELIVER if record.state in _READY else Event.AWAIT_APP
-    moved = tool_call_store.act(conn, conversation_id, call_id, step, now)
-    return Routed(call=moved.call, outbox=tuple(outbox), lifecycle=tuple(done))
+    moved = tool_call_store.act(txn, conversation_id, call_id, step, now)
+    txn.emit(ToolCallsChanged(frozenset({record.instance_id})))
+    txn.deadline_added()  # the call's timeout
+    return Routed(call=moved.call)
 
 
-def _lifecycle(
-    conn: sqlite3.Connection,
-    op: Op,
-    now: str,
-    hook: LifecycleHook,
-    done: list[tuple[int, LifecycleResult]],
-    outbox: list[OutboxItem],
-) -> MiniAppInstanceRecord:
-    order, result = hook(conn, op, now)
+def _lifecycle(txn: RuntimeTxn, op: Op, now: str) -> MiniAppInstanceRecord:
+    result = instance_store.apply_lifecycle(txn, op, now)
     if result.refusal is not None:
         raise _Refused(str(result.refusal), "the app cannot take the call now")
-    done.append((order, result))
-    outbox.extend(result.outbox)
     return result.value.records[op.instance_id]
 
 
 # --- the app side --------------------------------------------------------------------------
 
 
-def _bound(conn: sqlite3.Connection, instance_id: str, call_id: str) -> StoredToolCall | None:
+def _bound(conn: Sql, instance_id: str, call_id: str) -> StoredToolCall | None:
     row = conn.execute(
         "SELECT conversation_id FROM tool_calls WHERE instance_id = ? AND call_id = ?",
         (instance_id, call_id),
@@ -315,43 +286,38 @@ def _bound(conn: sqlite3.Connection, instance_id: str, call_id: str) -> StoredTo
     return None if row is None else tool_call_store.get(conn, row[0], call_id)
 
 
-def _ready_waiting(conn: sqlite3.Connection, instance_id: str, now: str) -> list[CallOutcome]:
+def _ready_waiting(txn: RuntimeTxn, instance_id: str, now: str) -> list[CallOutcome]:
     """Bound calls ``waiting_for_app`` move to ``running`` once the instance is ready."""
-    row = conn.execute(
+    row = txn.execute(
         "SELECT state FROM app_instances WHERE instance_id = ?", (instance_id,)
     ).fetchone()
     if row is None or AppState(row[0]) not in _READY:
         return []
     return [
-        tool_call_store.act(conn, c.conversation_id, c.call_id, Event.APP_READY, now)
-        for c in tool_call_store.for_instance(conn, instance_id)
+        tool_call_store.act(txn, c.conversation_id, c.call_id, Event.APP_READY, now)
+        for c in tool_call_store.for_instance(txn, instance_id)
         if c.state is State.WAITING_FOR_APP
     ]
 
 
-def _not_found(call_id: str) -> tuple[Receipt, OutboxItem | None]:
-    return Receipt(call_id, False, CALL_NOT_FOUND, None), None
+def _not_found(call_id: str) -> Receipt:
+    return Receipt(call_id, False, CALL_NOT_FOUND, None)
 
 
-def restore_focus(
-    conn: sqlite3.Connection,
-    conversation_id: str,
-    call_id: str,
-    now: str,
-    lifecycle: LifecycleHook = direct_lifecycle,
-) -> list[tuple[int, LifecycleResult]]:
+def restore_focus(txn: RuntimeTxn, conversation_id: str, call_id: str, now: str) -> None:
     """A call that brought its instance to the front with
     ``target.restore_previous_focus`` has settled: give focus back to the instance
     that held it before, if that one is still live and the call's instance still
     holds focus (a person who moved focus meanwhile keeps their choice). Runs once
     per call: the mark is cleared in the same transaction."""
+    conn = txn
     row = conn.execute(
         "SELECT restore_focus_to, instance_id, state FROM tool_calls"
         " WHERE conversation_id = ? AND call_id = ?",
         (conversation_id, call_id),
     ).fetchone()
     if row is None or row[0] is None or State(row[2]) not in SETTLED:
-        return []
+        return
     conn.execute(
         "UPDATE tool_calls SET restore_focus_to = NULL WHERE conversation_id = ? AND call_id = ?",
         (conversation_id, call_id),
@@ -359,23 +325,12 @@ def restore_focus(
     value = instance_store.load(conn)
     previous = value.records.get(row[0])
     if value.focus != row[1] or previous is None or previous.state not in _BINDABLE:
-        return []
-    order, result = lifecycle(conn, Op(Action.REQUEST_FOREGROUND, row[0], actor="runtime"), now)
-    return [(order, result)] if result.refusal is None else []
-
-
-@dataclass(frozen=True, slots=True)
-class AppRequestDone:
-    """What one app request did: its receipt, every envelope queued (the result or a
-    progress report, then any lifecycle envelopes) and the lifecycle results to adopt."""
-
-    receipt: Receipt
-    outbox: tuple[OutboxItem, ...] = ()
-    lifecycle: tuple[tuple[int, LifecycleResult], ...] = ()
+        return
+    instance_store.apply_lifecycle(txn, Op(Action.REQUEST_FOREGROUND, row[0], actor="runtime"), now)
 
 
 def app_request(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     instance_id: str,
     call_id: str,
     event: Event,
@@ -385,27 +340,22 @@ def app_request(
     code: str | None = None,
     message: str | None = None,
     report: ToolProgress | None = None,
-    lifecycle: LifecycleHook = direct_lifecycle,
-) -> AppRequestDone:
+) -> Receipt:
     """One app request on one of its calls, in one transaction: with its progress
-    report (``report``, for ``progress``) and focus restoration (``lifecycle``)."""
-    receipt, item = _app_request(
-        conn, instance_id, call_id, event, now, result=result, code=code, message=message
+    report (``report``, for ``progress``) and focus restoration."""
+    receipt = _app_request(
+        txn, instance_id, call_id, event, now, result=result, code=code, message=message
     )
-    outbox = [] if item is None else [item]
-    done: list[tuple[int, LifecycleResult]] = []
-    call = _bound(conn, instance_id, call_id) if receipt.accepted else None
+    call = _bound(txn, instance_id, call_id) if receipt.accepted else None
     if call is not None and event is Event.PROGRESS and report is not None:
-        queued = tool_call_store.progress(conn, call.conversation_id, report, now)
-        outbox.extend([] if queued is None else [queued])
+        tool_call_store.progress(txn, call.conversation_id, report, now)
     if call is not None and call.state in SETTLED:
-        done = restore_focus(conn, call.conversation_id, call_id, now, lifecycle)
-        outbox.extend(o for _, r in done for o in r.outbox)
-    return AppRequestDone(receipt, tuple(outbox), tuple(done))
+        restore_focus(txn, call.conversation_id, call_id, now)
+    return receipt
 
 
 def _app_request(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     instance_id: str,
     call_id: str,
     event: Event,
@@ -414,8 +364,9 @@ def _app_request(
     result: Any = None,
     code: str | None = None,
     message: str | None = None,
-) -> tuple[Receipt, OutboxItem | None]:
-    _ready_waiting(conn, instance_id, now)
+) -> Receipt:
+    conn = txn
+    _ready_waiting(txn, instance_id, now)
     call = _bound(conn, instance_id, call_id)
     if call is None:
         audit(conn, now, "app", f"tool.{event.value}", instance_id, "refused", CALL_NOT_FOUND)
@@ -424,7 +375,7 @@ def _app_request(
     if event is Event.COMPLETE:
         output_valid = isinstance(result, dict) and _output_problem(conn, call, result) is None
     outcome = tool_call_store.act(
-        conn,
+        txn,
         call.conversation_id,
         call_id,
         event,
@@ -436,10 +387,10 @@ def _app_request(
         output_valid=output_valid,
         actor="app",
     )
-    return outcome.receipt if outcome.call is not None else _not_found(call_id)[0], outcome.outbox
+    return outcome.receipt if outcome.call is not None else _not_found(call_id)
 
 
-def _output_problem(conn: sqlite3.Connection, call: StoredToolCall, result: Any) -> str | None:
+def _output_problem(conn: Sql, call: StoredToolCall, result: Any) -> str | None:
     row = conn.execute(
         "SELECT app_id, app_version FROM tool_calls WHERE conversation_id = ? AND call_id = ?",
         (call.conversation_id, call.call_id),
@@ -453,65 +404,40 @@ def _output_problem(conn: sqlite3.Connection, call: StoredToolCall, result: Any)
 
 
 def delivered(
-    conn: sqlite3.Connection, conversation_id: str, envelope_id: str, now: str
+    txn: RuntimeTxn, conversation_id: str, envelope_id: str, now: str
 ) -> CallOutcome | None:
     """The AppServer acknowledged ``envelope_id``: a ``submitted`` call whose result
     it is becomes ``completed`` or ``failed``."""
-    row = conn.execute(
+    row = txn.execute(
         "SELECT call_id FROM tool_calls WHERE conversation_id = ? AND result_envelope_id = ?"
         " AND state = ?",
         (conversation_id, envelope_id, State.SUBMITTED.value),
     ).fetchone()
     if row is None:
         return None
-    return tool_call_store.act(conn, conversation_id, row[0], Event.DELIVERED, now)
+    return tool_call_store.act(txn, conversation_id, row[0], Event.DELIVERED, now)
 
 
-def _started_txn(
-    conn: sqlite3.Connection, kernel: AppKernel, instance_id: str, now: str
-) -> tuple[int, LifecycleResult]:
-    order, result = kernel.txn(conn, Op(Action.STARTED, instance_id, actor="app"), now)
-    _ready_waiting(conn, instance_id, now)
-    return order, result
+def _started_txn(txn: RuntimeTxn, instance_id: str, now: str) -> LifecycleResult:
+    result = instance_store.apply_lifecycle(txn, Op(Action.STARTED, instance_id, actor="app"), now)
+    _ready_waiting(txn, instance_id, now)
+    return result
 
 
 class ToolRouter:
     """The app side of ordinary tool calls, and their timers and acks."""
 
-    def __init__(
-        self,
-        store: RuntimeStore,
-        kernel: AppKernel,
-        *,
-        clock: Callable[[], datetime] | None = None,
-        send: Callable[[OutboxItem], None] | None = None,
-    ) -> None:
+    def __init__(self, store: RuntimeStore, *, clock: Callable[[], datetime] | None = None) -> None:
         self._store = store
-        self._kernel = kernel
         self._clock = clock or (lambda: datetime.now(UTC))
-        self._send = send or (lambda _: None)
 
     def _now(self) -> str:
         return self._clock().astimezone(UTC).isoformat(timespec="milliseconds")
 
-    def lifecycle(self, conn: sqlite3.Connection, op: Op, now: str) -> tuple[int, LifecycleResult]:
-        """The ``LifecycleHook`` the apply transaction uses: through the kernel."""
-        return self._kernel.txn(conn, op, now)
-
-    def adopt(self, done: tuple[tuple[int, LifecycleResult], ...]) -> None:
-        """After the apply transaction committed: the kernel takes the new values."""
-        for order, result in done:
-            self._kernel.adopt(order, result)
-
     async def app_started(self, instance_id: str) -> LifecycleReceipt:
         """The app finished starting: the instance is ready and every call waiting
         for it is ``running`` (one transaction)."""
-        order, result = await self._store.db.write(
-            _started_txn, self._kernel, instance_id, self._now()
-        )
-        self._kernel.adopt(order, result)
-        for item in result.outbox:
-            self._send(item)
+        result = await self._store.db.write(_started_txn, instance_id, self._now())
         return LifecycleReceipt(
             instance_id,
             result.accepted,
@@ -559,13 +485,9 @@ class ToolRouter:
     async def _request(
         self, instance_id: str, call_id: str, event: Event, **kwargs: Any
     ) -> Receipt:
-        done: AppRequestDone = await self._store.db.write(
-            _app_request_txn, instance_id, call_id, event, self._now(), self.lifecycle, kwargs
+        return await self._store.db.write(
+            _app_request_txn, instance_id, call_id, event, self._now(), kwargs
         )
-        self.adopt(done.lifecycle)
-        for item in done.outbox:
-            self._send(item)
-        return done.receipt
 
     async def delivered(self, conversation_id: str, envelope_id: str) -> CallOutcome | None:
         return await self._store.db.write(delivered, conversation_id, envelope_id, self._now())
@@ -574,45 +496,35 @@ class ToolRouter:
         """Time out every overdue call (one ``failed(tool_timeout)`` result each,
         focus restored where the call asked for it) and queue every held progress
         report whose window ended."""
-        outcomes, items, done = await self._store.db.write(_due_txn, self._now(), self.lifecycle)
-        self.adopt(done)
-        for item in items:
-            self._send(item)
-        return outcomes
+        return await self._store.db.write(_due_txn, self._now())
 
     async def next_deadline(self) -> datetime | None:
         return await self._store.db.read(tool_call_store.next_deadline)
 
 
 def _app_request_txn(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     instance_id: str,
     call_id: str,
     event: Event,
     now: str,
-    lifecycle: LifecycleHook,
     kwargs: dict[str, Any],
-) -> AppRequestDone:
-    return app_request(conn, instance_id, call_id, event, now, lifecycle=lifecycle, **kwargs)
+) -> Receipt:
+    return app_request(txn, instance_id, call_id, event, now, **kwargs)
 
 
-def _due_txn(
-    conn: sqlite3.Connection, now: str, lifecycle: LifecycleHook
-) -> tuple[list[CallOutcome], list[OutboxItem], tuple[tuple[int, LifecycleResult], ...]]:
-    outcomes = tool_call_store.due(conn, now)
-    items: list[OutboxItem] = []
-    done: list[tuple[int, LifecycleResult]] = []
+def _due_txn(txn: RuntimeTxn, now: str) -> list[CallOutcome]:
+    outcomes = tool_call_store.due(txn, now)
+    ended = set()
     for outcome in outcomes:
-        if outcome.outbox is not None:
-            items.append(outcome.outbox)
         if outcome.call is not None:
-            restored = restore_focus(
-                conn, outcome.call.conversation_id, outcome.call.call_id, now, lifecycle
-            )
-            done.extend(restored)
-            items.extend(o for _, r in restored for o in r.outbox)
-    items.extend(tool_call_store.flush_progress(conn, now))
-    return outcomes, items, tuple(done)
+            restore_focus(txn, outcome.call.conversation_id, outcome.call.call_id, now)
+            if outcome.call.instance_id:
+                ended.add(outcome.call.instance_id)
+    tool_call_store.flush_progress(txn, now)
+    if ended:
+        txn.emit(ToolCallsChanged(frozenset(ended)))
+    return outcomes
 
 
 def is_ordinary(intent: ToolCallIntent) -> bool:

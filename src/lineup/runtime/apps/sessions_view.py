@@ -12,13 +12,13 @@ writes.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..records import TimelineItem
 from ..store import RuntimeStore
 from ..tables import TIMELINE_SELECT, timeline_item
+from ..txn import Sql
 from .instance_store import app_session_envelope_id
 
 __all__ = [
@@ -63,7 +63,7 @@ _COLUMNS = "id, conversation_id, app_scope, instance_id, state, opened_at, close
 
 
 def _group(
-    conn: sqlite3.Connection, row: tuple[str, str, str, str, str, str, str | None, str | None]
+    conn: Sql, row: tuple[str, str, str, str, str, str, str | None, str | None]
 ) -> AppSessionGroup:
     app_session_id, conversation_id = row[0], row[1]
     anchor = conn.execute(
@@ -97,7 +97,7 @@ def _group(
     )
 
 
-def groups(conn: sqlite3.Connection, conversation_id: str) -> list[AppSessionGroup]:
+def groups(conn: Sql, conversation_id: str) -> list[AppSessionGroup]:
     """The conversation's newest ``MAX_GROUPS`` sub-sessions, in opening order."""
     rows = conn.execute(
         f"SELECT {_COLUMNS} FROM app_sessions WHERE conversation_id = ?"  # noqa: S608
@@ -107,7 +107,7 @@ def groups(conn: sqlite3.Connection, conversation_id: str) -> list[AppSessionGro
     return [_group(conn, r) for r in reversed(rows)]
 
 
-def groups_by_id(conn: sqlite3.Connection, ids: list[str]) -> list[AppSessionGroup]:
+def groups_by_id(conn: Sql, ids: list[str]) -> list[AppSessionGroup]:
     out: list[AppSessionGroup] = []
     for app_session_id in ids:
         row = conn.execute(
@@ -119,7 +119,7 @@ def groups_by_id(conn: sqlite3.Connection, ids: list[str]) -> list[AppSessionGro
     return out
 
 
-def groups_of_instances(conn: sqlite3.Connection, instance_ids: list[str]) -> list[AppSessionGroup]:
+def groups_of_instances(conn: Sql, instance_ids: list[str]) -> list[AppSessionGroup]:
     out: list[AppSessionGroup] = []
     for instance_id in instance_ids:
         rows = conn.execute(

@@ -23,7 +23,6 @@ held report is dropped when the call settles: the result supersedes it.
 from __future__ import annotations
 
 import re
-import sqlite3
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -47,6 +46,7 @@ from ..tables import (
     queue_from_runtime,
     result_envelope_id,
 )
+from ..txn import RuntimeTxn, Sql
 from . import tool_calls
 from .tool_calls import Decision, Event, Outcome, Receipt, State, ToolCallRecord
 
@@ -159,7 +159,7 @@ def _row(row: Sequence[Any]) -> StoredToolCall:
     )
 
 
-def get(conn: sqlite3.Connection, conversation_id: str, call_id: str) -> StoredToolCall | None:
+def get(conn: Sql, conversation_id: str, call_id: str) -> StoredToolCall | None:
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM tool_calls WHERE conversation_id = ? AND call_id = ?",  # noqa: S608
         (conversation_id, call_id),
@@ -167,7 +167,7 @@ def get(conn: sqlite3.Connection, conversation_id: str, call_id: str) -> StoredT
     return _row(row) if row else None
 
 
-def for_instance(conn: sqlite3.Connection, instance_id: str) -> list[StoredToolCall]:
+def for_instance(conn: Sql, instance_id: str) -> list[StoredToolCall]:
     """The calls bound to ``instance_id``, oldest first."""
     rows = conn.execute(
         f"SELECT {_COLUMNS} FROM tool_calls WHERE instance_id = ?"  # noqa: S608
@@ -177,7 +177,7 @@ def for_instance(conn: sqlite3.Connection, instance_id: str) -> list[StoredToolC
     return [_row(row) for row in rows]
 
 
-def all_calls(conn: sqlite3.Connection) -> list[StoredToolCall]:
+def all_calls(conn: Sql) -> list[StoredToolCall]:
     rows = conn.execute(
         f"SELECT {_COLUMNS} FROM tool_calls ORDER BY rowid"  # noqa: S608
     ).fetchall()
@@ -185,7 +185,7 @@ def all_calls(conn: sqlite3.Connection) -> list[StoredToolCall]:
 
 
 def insert(
-    conn: sqlite3.Connection,
+    conn: Sql,
     conversation_id: str,
     call_id: str,
     envelope_id: str,
@@ -230,7 +230,7 @@ def insert(
 
 
 def act(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     conversation_id: str,
     call_id: str,
     event: Event,
@@ -253,7 +253,7 @@ def act(
     passed the tool's output schema. An unknown call id is ``call_not_found``.
     """
     subject = f"{conversation_id}/{call_id}"
-    call = get(conn, conversation_id, call_id)
+    call = get(txn, conversation_id, call_id)
     when = datetime.fromisoformat(now)
     if call is None:
         decision = Decision(None, event, ErrorCode.CALL_NOT_FOUND)
@@ -277,15 +277,15 @@ def act(
             output_valid=output_valid,
         )
     if call is None or decision.to is None:
-        audit(conn, now, actor, f"tool.{event.value}", subject, "refused", decision.refusal)
+        audit(txn, now, actor, f"tool.{event.value}", subject, "refused", decision.refusal)
         # An app learns nothing about calls that are not its own.
         shown = None if decision.refusal == ErrorCode.CALL_NOT_FOUND else call
         return CallOutcome(shown, decision)
-    return _write(conn, call, decision, now, actor=actor, message=message, result=result)
+    return _write(txn, call, decision, now, actor=actor, message=message, result=result)
 
 
 def _write(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     call: StoredToolCall,
     decision: Decision,
     now: str,
@@ -313,7 +313,7 @@ def _write(
         if written.status == "completed":
             body = msgspec.json.encode(result or {})
         envelope_id = result_envelope_id(call.conversation_id, call.call_id)
-    changed = conn.execute(
+    changed = txn.execute(
         "UPDATE tool_calls SET state = ?, outcome_status = ?, outcome_code = ?, result = ?,"
         " result_envelope_id = ?, updated_at = ?"
         " WHERE conversation_id = ? AND call_id = ? AND state = ?",
@@ -332,7 +332,7 @@ def _write(
     if not changed:  # cannot happen on the single writer; be safe anyway
         raise RuntimeError(f"tool call {subject} changed under its transaction")
     if decision.to in tool_calls.SETTLED:  # the result supersedes held progress
-        conn.execute(
+        txn.execute(
             "UPDATE tool_calls SET progress_pending = NULL"
             " WHERE conversation_id = ? AND call_id = ?",
             (call.conversation_id, call.call_id),
@@ -353,9 +353,9 @@ def _write(
                     message=(text or MESSAGES.get(error_code) or error_code)[:1024],
                 ),
             )
-        outbox = _queue_result(conn, call.conversation_id, payload, now)
+        outbox = _queue_result(txn, call.conversation_id, payload, now)
     audit(
-        conn,
+        txn,
         now,
         actor,
         f"tool.{decision.effective.value}",
@@ -363,20 +363,20 @@ def _write(
         decision.to.value,
         written.code if written else decision.refusal,
     )
-    return CallOutcome(get(conn, call.conversation_id, call.call_id), decision, outbox)
+    return CallOutcome(get(txn, call.conversation_id, call.call_id), decision, outbox)
 
 
 def _queue_result(
-    conn: sqlite3.Connection, conversation_id: str, result: payloads.ToolResult, now: str
+    txn: RuntimeTxn, conversation_id: str, result: payloads.ToolResult, now: str
 ) -> OutboxItem:
     if result.error is not None and not _CODE.match(result.error.code):
         raise ValueError(f"not an error code: {result.error.code!r}")
     envelope_id = result_envelope_id(conversation_id, result.call_id)
-    return queue_from_runtime(conn, ToolResultEnvelope, envelope_id, conversation_id, result, now)
+    return queue_from_runtime(txn, ToolResultEnvelope, envelope_id, conversation_id, result, now)
 
 
 def close_instance(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     instance_id: str,
     now: str,
     reason: Literal["app_closed", "app_failed"] = "app_closed",
@@ -388,7 +388,7 @@ def close_instance(
     ``cancelled`` with one result row (code ``reason``), oldest call first; an overdue
     one ``failed(tool_timeout)``. ``submitted`` and final calls are left exactly as
     they are (their result goes out unchanged) and are not returned."""
-    calls = for_instance(conn, instance_id)
+    calls = for_instance(txn, instance_id)
     by_id = {c.call_id: c for c in calls}
     decisions = tool_calls.close_instance(
         [c.record() for c in calls], instance_id, now=datetime.fromisoformat(now)
@@ -399,17 +399,17 @@ def close_instance(
             continue
         override = reason if decision.effective is Event.APP_CLOSED else None
         outcomes.append(
-            _write(conn, by_id[call_id], decision, now, actor=actor, code_override=override)
+            _write(txn, by_id[call_id], decision, now, actor=actor, code_override=override)
         )
     return outcomes
 
 
-def due(conn: sqlite3.Connection, now: str) -> list[CallOutcome]:
+def due(txn: RuntimeTxn, now: str) -> list[CallOutcome]:
     """Time out every live call whose deadline is at or before ``now``, earliest
     deadline first."""
     live = tuple(s.value for s in tool_calls.LIVE)
     marks = ", ".join("?" for _ in live)
-    rows = conn.execute(
+    rows = txn.execute(
         f"SELECT {_COLUMNS} FROM tool_calls"  # noqa: S608
         f" WHERE state IN ({marks}) AND deadline IS NOT NULL AND deadline <= ?"
         " ORDER BY deadline, conversation_id, call_id",
@@ -421,11 +421,11 @@ def due(conn: sqlite3.Connection, now: str) -> list[CallOutcome]:
         # One call at a time: call ids repeat across conversations.
         ((_, decision),) = tool_calls.due([call.record()], when)
         if decision.to is not None:
-            outcomes.append(_write(conn, call, decision, now, actor="runtime"))
+            outcomes.append(_write(txn, call, decision, now, actor="runtime"))
     return outcomes
 
 
-def next_deadline(conn: sqlite3.Connection) -> datetime | None:
+def next_deadline(conn: Sql) -> datetime | None:
     """The earliest deadline of a live call, or end of a held progress report's
     window: when to run ``due`` / ``flush_progress`` next."""
     live = tuple(s.value for s in tool_calls.LIVE)
@@ -444,24 +444,24 @@ def next_deadline(conn: sqlite3.Connection) -> datetime | None:
 
 
 def _queue_progress(
-    conn: sqlite3.Connection, conversation_id: str, report: payloads.ToolProgress, now: str
+    txn: RuntimeTxn, conversation_id: str, report: payloads.ToolProgress, now: str
 ) -> OutboxItem:
-    conn.execute(
+    txn.execute(
         "UPDATE tool_calls SET progress_at = ?, progress_pending = NULL"
         " WHERE conversation_id = ? AND call_id = ?",
         (now, conversation_id, report.call_id),
     )
     return queue_from_runtime(
-        conn, ToolProgressEnvelope, f"prg_{uuid.uuid4().hex}", conversation_id, report, now
+        txn, ToolProgressEnvelope, f"prg_{uuid.uuid4().hex}", conversation_id, report, now
     )
 
 
 def progress(
-    conn: sqlite3.Connection, conversation_id: str, report: payloads.ToolProgress, now: str
+    txn: RuntimeTxn, conversation_id: str, report: payloads.ToolProgress, now: str
 ) -> OutboxItem | None:
     """After an accepted ``progress`` event: queue ``report`` now, or hold it (the
     newest held report wins) until the call's 250 ms window ends."""
-    row = conn.execute(
+    row = txn.execute(
         "SELECT progress_at FROM tool_calls WHERE conversation_id = ? AND call_id = ?",
         (conversation_id, report.call_id),
     ).fetchone()
@@ -469,18 +469,18 @@ def progress(
         return None
     when = datetime.fromisoformat(now)
     if row[0] is None or when >= datetime.fromisoformat(row[0]) + PROGRESS_INTERVAL:
-        return _queue_progress(conn, conversation_id, report, now)
-    conn.execute(
+        return _queue_progress(txn, conversation_id, report, now)
+    txn.execute(
         "UPDATE tool_calls SET progress_pending = ? WHERE conversation_id = ? AND call_id = ?",
         (msgspec.json.encode(report), conversation_id, report.call_id),
     )
     return None
 
 
-def flush_progress(conn: sqlite3.Connection, now: str) -> list[OutboxItem]:
+def flush_progress(txn: RuntimeTxn, now: str) -> list[OutboxItem]:
     """Queue every held progress report whose window has ended (of calls still
     live), oldest window first."""
-    rows = conn.execute(
+    rows = txn.execute(
         "SELECT conversation_id, call_id, progress_at, progress_pending, state FROM tool_calls"
         " WHERE progress_pending IS NOT NULL ORDER BY progress_at, conversation_id, call_id"
     ).fetchall()
@@ -488,7 +488,7 @@ def flush_progress(conn: sqlite3.Connection, now: str) -> list[OutboxItem]:
     items: list[OutboxItem] = []
     for conversation_id, call_id, at, held, state in rows:
         if State(state) not in tool_calls.LIVE:
-            conn.execute(
+            txn.execute(
                 "UPDATE tool_calls SET progress_pending = NULL"
                 " WHERE conversation_id = ? AND call_id = ?",
                 (conversation_id, call_id),
@@ -497,5 +497,5 @@ def flush_progress(conn: sqlite3.Connection, now: str) -> list[OutboxItem]:
         if at is not None and when < datetime.fromisoformat(at) + PROGRESS_INTERVAL:
             continue
         report = msgspec.json.decode(bytes(held), type=payloads.ToolProgress)
-        items.append(_queue_progress(conn, conversation_id, report, now))
+        items.append(_queue_progress(txn, conversation_id, report, now))
     return items

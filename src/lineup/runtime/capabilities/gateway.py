@@ -37,7 +37,6 @@ import base64
 import functools
 import hashlib
 import secrets
-import sqlite3
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
@@ -52,6 +51,7 @@ from lineup.protocol.errors import ErrorCode
 from ..records import OutboxItem, Received
 from ..store import RuntimeStore
 from ..tables import audit, queue_from_runtime
+from ..txn import RuntimeTxn, Sql
 from .calls import FINAL, Move, State, next_state
 from .catalog import CATALOG, MAX_ARTIFACT_BYTES, Capability
 
@@ -140,7 +140,7 @@ def _row(row: tuple[Any, ...]) -> CapabilityCall:
     )
 
 
-def get(conn: sqlite3.Connection, key: CallKey) -> CapabilityCall | None:
+def get(conn: Sql, key: CallKey) -> CapabilityCall | None:
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM capability_calls"  # noqa: S608
         " WHERE conversation_id = ? AND call_id = ? AND requester_kind = ?",
@@ -149,7 +149,7 @@ def get(conn: sqlite3.Connection, key: CallKey) -> CapabilityCall | None:
     return None if row is None else _row(row)
 
 
-def open_calls(conn: sqlite3.Connection) -> list[CapabilityCall]:
+def open_calls(conn: Sql) -> list[CapabilityCall]:
     rows = conn.execute(
         f"SELECT {_COLUMNS} FROM capability_calls"  # noqa: S608
         " WHERE state IN ('awaiting_consent', 'approved', 'executing') ORDER BY created_at"
@@ -157,7 +157,7 @@ def open_calls(conn: sqlite3.Connection) -> list[CapabilityCall]:
     return [_row(r) for r in rows]
 
 
-def declared(conn: sqlite3.Connection) -> dict[str, Capability]:
+def declared(conn: Sql) -> dict[str, Capability]:
     """The capabilities this host declares now: provided and not revoked."""
     rows = conn.execute(
         "SELECT name FROM host_capabilities WHERE provided_at IS NOT NULL AND revoked_at IS NULL"
@@ -165,7 +165,7 @@ def declared(conn: sqlite3.Connection) -> dict[str, Capability]:
     return {r[0]: CATALOG[r[0]] for r in rows if r[0] in CATALOG}
 
 
-def _revoked(conn: sqlite3.Connection, name: str) -> bool:
+def _revoked(conn: Sql, name: str) -> bool:
     row = conn.execute("SELECT revoked_at FROM host_capabilities WHERE name = ?", (name,))
     found = row.fetchone()
     return found is not None and found[0] is not None
@@ -181,7 +181,7 @@ def result_envelope_id(key: CallKey) -> str:
     return f"apr_{digest[:40]}"
 
 
-def _audit(conn: sqlite3.Connection, now: str, call: CapabilityCall, action: str) -> None:
+def _audit(conn: Sql, now: str, call: CapabilityCall, action: str) -> None:
     subject = f"{call.key.conversation_id}/{call.key.call_id}"
     detail = f"{call.capability}:{call.risk}:{call.key.requester_kind}:{call.state}"
     if call.decision:
@@ -189,7 +189,7 @@ def _audit(conn: sqlite3.Connection, now: str, call: CapabilityCall, action: str
     audit(conn, now, call.key.requester_kind, action, subject, detail, call.code)
 
 
-def _store(conn: sqlite3.Connection, call: CapabilityCall, envelope_id: str | None) -> None:
+def _store(conn: Sql, call: CapabilityCall, envelope_id: str | None) -> None:
     k = call.key
     conn.execute(
         f"INSERT INTO capability_calls ({_COLUMNS}, envelope_id)"  # noqa: S608
@@ -216,7 +216,7 @@ def _store(conn: sqlite3.Connection, call: CapabilityCall, envelope_id: str | No
     )
 
 
-def _save(conn: sqlite3.Connection, call: CapabilityCall) -> None:
+def _save(conn: Sql, call: CapabilityCall) -> None:
     k = call.key
     conn.execute(
         "UPDATE capability_calls SET state = ?, decision = ?, result = ?, code = ?,"
@@ -234,7 +234,7 @@ def _save(conn: sqlite3.Connection, call: CapabilityCall) -> None:
     )
 
 
-def _result_outbox(conn: sqlite3.Connection, call: CapabilityCall, now: str) -> OutboxItem | None:
+def _result_outbox(txn: RuntimeTxn, call: CapabilityCall, now: str) -> OutboxItem | None:
     """The one ``app.result`` to an agent (an app reads its results through the SDK)."""
     if call.key.requester_kind != "agent" or call.state not in FINAL:
         return None
@@ -254,13 +254,13 @@ def _result_outbox(conn: sqlite3.Connection, call: CapabilityCall, now: str) -> 
             ),
         )
     envelope_id = result_envelope_id(call.key)
-    conn.execute(
+    txn.execute(
         "UPDATE capability_calls SET result_envelope_id = ? WHERE conversation_id = ?"
         " AND call_id = ? AND requester_kind = 'agent'",
         (envelope_id, call.key.conversation_id, call.key.call_id),
     )
     return queue_from_runtime(
-        conn, AppResultEnvelope, envelope_id, call.key.conversation_id, payload, now
+        txn, AppResultEnvelope, envelope_id, call.key.conversation_id, payload, now
     )
 
 
@@ -277,7 +277,7 @@ _MESSAGES = {
 
 
 def _move(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     call: CapabilityCall,
     move: Move,
     now: str,
@@ -297,16 +297,16 @@ def _move(
         code=code if state is not State.COMPLETED else None,
         updated_at=now,
     )
-    _save(conn, moved)
-    _audit(conn, now, moved, f"capability.{move.value}")
-    return Outcome(moved, _result_outbox(conn, moved, now))
+    _save(txn, moved)
+    _audit(txn, now, moved, f"capability.{move.value}")
+    return Outcome(moved, _result_outbox(txn, moved, now))
 
 
 # --- arrival ---------------------------------------------------------------------------------
 
 
 def _arrive(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     key: CallKey,
     requester_id: str,
     name: str,
@@ -318,14 +318,14 @@ def _arrive(
     envelope_id: str | None,
     allowed: Iterable[str] | None,
 ) -> Outcome | None:
-    if get(conn, key) is not None:
-        audit(conn, now, key.requester_kind, "capability.call", key.call_id, "duplicate")
+    if get(txn, key) is not None:
+        audit(txn, now, key.requester_kind, "capability.call", key.call_id, "duplicate")
         return None
-    capability = declared(conn).get(name)
+    capability = declared(txn).get(name)
     state, code, decision = State.AWAITING_CONSENT, None, None
     risk = "unknown" if capability is None else capability.risk
     if capability is None:
-        code = "revoked" if _revoked(conn, name) else "capability_not_declared"
+        code = "revoked" if _revoked(txn, name) else "capability_not_declared"
         state = State.UNSUPPORTED
     elif allowed is not None and name not in allowed:
         state, code = State.REJECTED, ErrorCode.CAPABILITY_DENIED.value
@@ -356,15 +356,15 @@ def _arrive(
         expires_at.astimezone(UTC).isoformat(timespec="milliseconds"),
         now,
     )
-    _store(conn, call, envelope_id)
-    _audit(conn, now, call, "capability.call")
+    _store(txn, call, envelope_id)
+    _audit(txn, now, call, "capability.call")
     if state is State.APPROVED and capability is not None and capability.runs_in == "runtime":
-        return _run_in_runtime(conn, call, capability, now)
-    return Outcome(call, _result_outbox(conn, call, now))
+        return _run_in_runtime(txn, call, capability, now)
+    return Outcome(call, _result_outbox(txn, call, now))
 
 
 def receive(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     item: Received,
     now: str,
     remembered: frozenset[tuple[str, str]] = frozenset(),
@@ -372,7 +372,7 @@ def receive(
     """An agent's ``app.call`` was just stored (its timeline row): take it in.
     ``remembered``: the (requester, capability) pairs allowed for this session."""
     envelope = decode(item.body)
-    row = conn.execute(
+    row = txn.execute(
         "SELECT agent_id FROM conversations WHERE id = ?", (item.conversation_id,)
     ).fetchone()
     if not isinstance(envelope, AppCallEnvelope) or row is None:
@@ -384,7 +384,7 @@ def receive(
     p = envelope.payload
     key = CallKey(item.conversation_id, p.call_id, "agent")
     return _arrive(
-        conn,
+        txn,
         key,
         agent_id,
         p.capability,
@@ -402,7 +402,7 @@ def receive(
 
 
 def _run_in_runtime(
-    conn: sqlite3.Connection, call: CapabilityCall, capability: Capability, now: str
+    txn: RuntimeTxn, call: CapabilityCall, capability: Capability, now: str
 ) -> Outcome:
     """Carry out a capability that runs in the Runtime (``artifact.save``)."""
     arguments = msgspec.json.decode(call.arguments)
@@ -410,13 +410,13 @@ def _run_in_runtime(
         try:
             body = base64.b64decode(arguments["base64"], validate=True)
         except ValueError:
-            return _move(conn, call, Move.FAIL, now, code="capability_input_invalid")
+            return _move(txn, call, Move.FAIL, now, code="capability_input_invalid")
     else:
         body = arguments["text"].encode("utf-8")
     if len(body) > MAX_ARTIFACT_BYTES:
-        return _move(conn, call, Move.FAIL, now, code="artifact_too_large")
+        return _move(txn, call, Move.FAIL, now, code="artifact_too_large")
     artifact = store_artifact(
-        conn,
+        txn,
         call.key.conversation_id,
         arguments["name"],
         arguments["media_type"],
@@ -425,11 +425,11 @@ def _run_in_runtime(
         now,
     )
     result = msgspec.json.encode(artifact)
-    return _move(conn, call, Move.COMPLETE, now, result=result)
+    return _move(txn, call, Move.COMPLETE, now, result=result)
 
 
 def store_artifact(
-    conn: sqlite3.Connection,
+    conn: Sql,
     conversation_id: str,
     name: str,
     media_type: str,
@@ -462,7 +462,7 @@ def store_artifact(
 
 
 def decide(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     key: CallKey,
     allow: bool,
     now: str,
@@ -470,35 +470,35 @@ def decide(
     acknowledged: bool = False,
     confirmation: str | None = None,
 ) -> Outcome:
-    call = get(conn, key)
+    call = get(txn, key)
     if call is None:
         raise CapabilityRefused("capability_call_not_found")
     if call.state is not State.AWAITING_CONSENT:
         raise CapabilityRefused(busy_or_final(call))
     if datetime.fromisoformat(call.expires_at) <= datetime.fromisoformat(now):
-        return _move(conn, call, Move.EXPIRE, now, code="expired")
+        return _move(txn, call, Move.EXPIRE, now, code="expired")
     if not allow:
-        return _move(conn, call, Move.DENY, now, decision="deny", code="capability_denied")
+        return _move(txn, call, Move.DENY, now, decision="deny", code="capability_denied")
     if call.risk == "system_permission" and not acknowledged:
         raise CapabilityRefused("confirmation_required")
     if call.risk == "restricted" and (not confirmation or confirmation.strip() != call.phrase):
         raise CapabilityRefused("confirmation_required")
-    approved = _move(conn, call, Move.ALLOW, now, decision="allow")
+    approved = _move(txn, call, Move.ALLOW, now, decision="allow")
     capability = CATALOG.get(call.capability)
     if approved.call is not None and capability is not None and capability.runs_in == "runtime":
-        return _run_in_runtime(conn, approved.call, capability, now)
+        return _run_in_runtime(txn, approved.call, capability, now)
     return approved
 
 
-def claim(conn: sqlite3.Connection, key: CallKey, now: str) -> Outcome:
-    call = get(conn, key)
+def claim(txn: RuntimeTxn, key: CallKey, now: str) -> Outcome:
+    call = get(txn, key)
     if call is None:
         raise CapabilityRefused("capability_call_not_found")
-    return _move(conn, call, Move.CLAIM, now)
+    return _move(txn, call, Move.CLAIM, now)
 
 
 def finish(
-    conn: sqlite3.Connection,
+    txn: RuntimeTxn,
     key: CallKey,
     now: str,
     *,
@@ -506,33 +506,33 @@ def finish(
     code: str | None = None,
 ) -> Outcome:
     """The shell's provider ran (``result``) or could not (``code``)."""
-    call = get(conn, key)
+    call = get(txn, key)
     if call is None:
         raise CapabilityRefused("capability_call_not_found")
     if call.state is not State.EXECUTING:
         raise CapabilityRefused(busy_or_final(call))
     if result is None:
-        return _move(conn, call, Move.FAIL, now, code=code or "provider_failed")
+        return _move(txn, call, Move.FAIL, now, code=code or "provider_failed")
     capability = CATALOG.get(call.capability)
     if capability is not None and capability.schemas.validate_output(result) is not None:
-        return _move(conn, call, Move.FAIL, now, code="capability_output_invalid")
-    return _move(conn, call, Move.COMPLETE, now, result=msgspec.json.encode(result))
+        return _move(txn, call, Move.FAIL, now, code="capability_output_invalid")
+    return _move(txn, call, Move.COMPLETE, now, result=msgspec.json.encode(result))
 
 
 def finish_with_file(
-    conn: sqlite3.Connection, key: CallKey, name: str, media_type: str, body: bytes, now: str
+    txn: RuntimeTxn, key: CallKey, name: str, media_type: str, body: bytes, now: str
 ) -> Outcome:
     """``device.pick_file``: the file the person picked becomes an artifact of the
     conversation and the call's result (its metadata, never a path), in one go."""
-    call = get(conn, key)
+    call = get(txn, key)
     if call is None:
         raise CapabilityRefused("capability_call_not_found")
     if call.state is not State.EXECUTING or call.capability != "device.pick_file":
         raise CapabilityRefused(busy_or_final(call))
     if len(body) > MAX_ARTIFACT_BYTES:
-        return _move(conn, call, Move.FAIL, now, code="artifact_too_large")
-    artifact = store_artifact(conn, key.conversation_id, name, media_type, body, key.call_id, now)
-    return _move(conn, call, Move.COMPLETE, now, result=msgspec.json.encode(artifact))
+        return _move(txn, call, Move.FAIL, now, code="artifact_too_large")
+    artifact = store_artifact(txn, key.conversation_id, name, media_type, body, key.call_id, now)
+    return _move(txn, call, Move.COMPLETE, now, result=msgspec.json.encode(artifact))
 
 
 @dataclass(frozen=True, slots=True)
@@ -548,7 +548,7 @@ class Artifact:
     """The capability call that saved or picked it."""
 
 
-def artifact(conn: sqlite3.Connection, artifact_id: str) -> tuple[Artifact, bytes] | None:
+def artifact(conn: Sql, artifact_id: str) -> tuple[Artifact, bytes] | None:
     row = conn.execute(
         "SELECT id, conversation_id, name, media_type, size, sha256, created_at, call_id, body"
         " FROM artifacts WHERE id = ?",
@@ -557,7 +557,7 @@ def artifact(conn: sqlite3.Connection, artifact_id: str) -> tuple[Artifact, byte
     return None if row is None else (Artifact(*row[:8]), bytes(row[8]))
 
 
-def artifacts(conn: sqlite3.Connection, conversation_id: str) -> list[Artifact]:
+def artifacts(conn: Sql, conversation_id: str) -> list[Artifact]:
     rows = conn.execute(
         "SELECT id, conversation_id, name, media_type, size, sha256, created_at, call_id"
         " FROM artifacts WHERE conversation_id = ? ORDER BY created_at, id",
@@ -566,49 +566,49 @@ def artifacts(conn: sqlite3.Connection, conversation_id: str) -> list[Artifact]:
     return [Artifact(*r) for r in rows]
 
 
-def cancel(conn: sqlite3.Connection, key: CallKey, now: str) -> Outcome:
-    call = get(conn, key)
+def cancel(txn: RuntimeTxn, key: CallKey, now: str) -> Outcome:
+    call = get(txn, key)
     if call is None:
         raise CapabilityRefused("capability_call_not_found")
-    return _move(conn, call, Move.CANCEL, now, code="cancelled")
+    return _move(txn, call, Move.CANCEL, now, code="cancelled")
 
 
-def cancel_for_app(conn: sqlite3.Connection, instance_id: str, now: str) -> list[Outcome]:
+def cancel_for_app(txn: RuntimeTxn, instance_id: str, now: str) -> list[Outcome]:
     """The app instance closed or failed: its calls not yet running end
     ``cancelled(app_closed)`` (one already running finishes as it will)."""
     return [
-        _move(conn, call, Move.CANCEL, now, code="app_closed")
-        for call in open_calls(conn)
+        _move(txn, call, Move.CANCEL, now, code="app_closed")
+        for call in open_calls(txn)
         if call.key.requester_kind == "app"
         and call.requester_id == instance_id
         and call.state in (State.AWAITING_CONSENT, State.APPROVED)
     ]
 
 
-def due(conn: sqlite3.Connection, now: str) -> list[Outcome]:
+def due(txn: RuntimeTxn, now: str) -> list[Outcome]:
     """Expire calls past ``expires_at`` that nobody ran; end claims past their lease."""
     when = datetime.fromisoformat(now)
     ended = []
-    for call in open_calls(conn):
+    for call in open_calls(txn):
         if call.state in (State.AWAITING_CONSENT, State.APPROVED):
             if datetime.fromisoformat(call.expires_at) <= when:
-                ended.append(_move(conn, call, Move.EXPIRE, now, code="expired"))
+                ended.append(_move(txn, call, Move.EXPIRE, now, code="expired"))
         elif (when - datetime.fromisoformat(call.updated_at)).total_seconds() > EXECUTION_LEASE_S:
-            ended.append(_move(conn, call, Move.INTERRUPT, now, code="interrupted"))
+            ended.append(_move(txn, call, Move.INTERRUPT, now, code="interrupted"))
     return ended
 
 
-def recover(conn: sqlite3.Connection, now: str) -> list[Outcome]:
+def recover(txn: RuntimeTxn, now: str) -> list[Outcome]:
     """After a restart: approved or executing calls may have run; they end
     ``failed(interrupted)`` and are never run again."""
     return [
-        _move(conn, call, Move.INTERRUPT, now, code="interrupted")
-        for call in open_calls(conn)
+        _move(txn, call, Move.INTERRUPT, now, code="interrupted")
+        for call in open_calls(txn)
         if call.state in (State.APPROVED, State.EXECUTING)
     ]
 
 
-def next_expiry(conn: sqlite3.Connection) -> str | None:
+def next_expiry(conn: Sql) -> str | None:
     row = conn.execute(
         "SELECT MIN(expires_at) FROM capability_calls"
         " WHERE state IN ('awaiting_consent', 'approved')"
@@ -616,7 +616,7 @@ def next_expiry(conn: sqlite3.Connection) -> str | None:
     return None if row is None else row[0]
 
 
-def provide(conn: sqlite3.Connection, names: Iterable[str], now: str) -> None:
+def provide(conn: Sql, names: Iterable[str], now: str) -> None:
     for name in names:
         if name not in CATALOG:
             raise ValueError(f"no such capability: {name}")
@@ -627,7 +627,7 @@ def provide(conn: sqlite3.Connection, names: Iterable[str], now: str) -> None:
         )
 
 
-def set_revoked(conn: sqlite3.Connection, name: str, revoked: bool, now: str) -> None:
+def set_revoked(conn: Sql, name: str, revoked: bool, now: str) -> None:
     if name not in CATALOG:
         raise ValueError(f"no such capability: {name}")
     conn.execute(
@@ -662,7 +662,6 @@ class CapabilityGateway:
         *,
         clock: Callable[[], datetime],
         emit: Callable[[Any], None] = _ignore,
-        send: Callable[[OutboxItem], None] = _ignore,
         inventory_changed: Callable[[], Awaitable[object]] | None = None,
         apps_told: Callable[[frozenset[str]], None] = _ignore,
         deadline_added: Callable[[], None] = lambda: None,
@@ -670,7 +669,6 @@ class CapabilityGateway:
         self._store = store
         self._clock = clock
         self._emit = emit
-        self._send = send
         self._inventory_changed = inventory_changed
         self._apps_told = apps_told
         self._deadline_added = deadline_added
@@ -811,18 +809,8 @@ class CapabilityGateway:
             return found
         return self._after([outcome])[0]
 
-    def arrived(self, outcomes: Iterable[Outcome]) -> None:
-        """After the apply transaction that took agents' calls in: tell hosts (the
-        apply loop sends the results it queued)."""
-        calls = tuple(o.call for o in outcomes if o.call is not None)
-        if calls:
-            self._emit(CapabilitiesChanged(calls))
-
     def _after(self, outcomes: list[Outcome]) -> list[CapabilityCall]:
         calls = [o.call for o in outcomes if o.call is not None]
-        for outcome in outcomes:
-            if outcome.outbox is not None:
-                self._send(outcome.outbox)
         if calls:
             self._emit(CapabilitiesChanged(tuple(calls)))
             instances = frozenset(c.requester_id for c in calls if c.key.requester_kind == "app")

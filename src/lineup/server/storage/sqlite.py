@@ -1,6 +1,6 @@
 """SQLite engine: one writer thread with group commit, a small pool of readers.
 
-Every write is a named ``*_txn(conn, ...)`` function run by the single writer
+Every write is a named ``*_txn(txn, ...)`` function run by the single writer
 thread. The writer drains whatever jobs are queued, runs each inside its own
 savepoint of one transaction and commits once, so concurrent senders share one
 fsync (``synchronous=FULL`` in WAL mode makes each commit durable). Reads run on
@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lineup.db import Job, SQLiteDatabase, StorageError
+from lineup.db import Job, SQLiteDatabase, StorageError, Txn
 
 from . import migrations
 from .base import (
@@ -198,7 +198,7 @@ class SQLiteStorage:
         # One INSERT is the append's only write: no savepoint needed.
         return self._db.submit(self._append_txn, request, savepoint=False)
 
-    def _append_txn(self, conn: sqlite3.Connection, request: AppendRequest) -> AppendOutcome:
+    def _append_txn(self, txn: Txn, request: AppendRequest) -> AppendOutcome:
         # One clock read per commit, not per envelope: received_at is when the
         # batch that stores it began.
         received_at = self._batch_time
@@ -206,19 +206,19 @@ class SQLiteStorage:
         last = self._last_seq.get(conversation_id)
         if last is None:
             if (
-                conn.execute(
+                txn.execute(
                     "SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)
                 ).fetchone()
                 is None
             ):
                 return AppendOutcome(AppendStatus.NO_CONVERSATION)
-            row = conn.execute(
+            row = txn.execute(
                 "SELECT MAX(seq) FROM envelopes WHERE conversation_id = ?", (conversation_id,)
             ).fetchone()
             last = row[0] or 0
         seq = last + 1
         try:
-            conn.execute(
+            txn.execute(
                 "INSERT INTO envelopes (conversation_id, seq, envelope_id, type, sender_kind, body,"
                 " received_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -232,7 +232,7 @@ class SQLiteStorage:
                 ),
             )
         except sqlite3.IntegrityError:
-            row = conn.execute(
+            row = txn.execute(
                 "SELECT seq, body FROM envelopes WHERE conversation_id = ? AND envelope_id = ?",
                 (conversation_id, request.envelope_id),
             ).fetchone()
@@ -257,10 +257,8 @@ class SQLiteStorage:
 # --- transaction and query functions (run on the writer or a reader thread) -------------
 
 
-def _create_user_txn(
-    conn: sqlite3.Connection, user_id: str, username: str, password_hash: str, now: str
-) -> None:
-    conn.execute(
+def _create_user_txn(txn: Txn, user_id: str, username: str, password_hash: str, now: str) -> None:
+    txn.execute(
         "INSERT INTO users (id, username, password_hash, created_at) VALUES (?, ?, ?, ?)",
         (user_id, username, password_hash, now),
     )
@@ -273,17 +271,13 @@ def _get_user_by_name(conn: sqlite3.Connection, username: str) -> UserRecord | N
     return UserRecord(row[0], row[1], row[2], _dt(row[3])) if row else None
 
 
-def _create_agent_txn(
-    conn: sqlite3.Connection, agent_id: str, name: str, key_hash: str, now: str
-) -> None:
-    conn.execute(
-        "INSERT INTO agents (id, name, created_at) VALUES (?, ?, ?)", (agent_id, name, now)
-    )
-    _add_agent_key_txn(conn, agent_id, key_hash, now)
+def _create_agent_txn(txn: Txn, agent_id: str, name: str, key_hash: str, now: str) -> None:
+    txn.execute("INSERT INTO agents (id, name, created_at) VALUES (?, ?, ?)", (agent_id, name, now))
+    _add_agent_key_txn(txn, agent_id, key_hash, now)
 
 
-def _add_agent_key_txn(conn: sqlite3.Connection, agent_id: str, key_hash: str, now: str) -> None:
-    conn.execute(
+def _add_agent_key_txn(txn: Txn, agent_id: str, key_hash: str, now: str) -> None:
+    txn.execute(
         "INSERT INTO agent_keys (key_hash, agent_id, created_at) VALUES (?, ?, ?)",
         (key_hash, agent_id, now),
     )
@@ -298,10 +292,8 @@ def _agent_for_key(conn: sqlite3.Connection, key_hash: str) -> AgentRecord | Non
     return AgentRecord(row[0], row[1], _dt(row[2])) if row else None
 
 
-def _add_token_txn(
-    conn: sqlite3.Connection, token_hash: str, user_id: str, expires_at: str, now: str
-) -> None:
-    conn.execute(
+def _add_token_txn(txn: Txn, token_hash: str, user_id: str, expires_at: str, now: str) -> None:
+    txn.execute(
         "INSERT INTO user_tokens (token_hash, user_id, expires_at, created_at) VALUES (?, ?, ?, ?)",
         (token_hash, user_id, expires_at, now),
     )
@@ -315,8 +307,8 @@ def _user_for_token(conn: sqlite3.Connection, token_hash: str, now: str) -> str 
     return row[0] if row else None
 
 
-def _revoke_token_txn(conn: sqlite3.Connection, token_hash: str) -> bool:
-    cur = conn.execute(
+def _revoke_token_txn(txn: Txn, token_hash: str) -> bool:
+    cur = txn.execute(
         "UPDATE user_tokens SET revoked = 1 WHERE token_hash = ? AND revoked = 0", (token_hash,)
     )
     return cur.rowcount > 0
@@ -332,14 +324,14 @@ def _principal_exists(conn: sqlite3.Connection, kind: str, principal_id: str) ->
 
 
 def _create_conversation_txn(
-    conn: sqlite3.Connection,
+    txn: Txn,
     conversation_id: str,
     user_id: str,
     agent_id: str,
     title: str,
     now: str,
 ) -> bool:
-    cur = conn.execute(
+    cur = txn.execute(
         "INSERT OR IGNORE INTO conversations (id, user_id, agent_id, title, created_at)"
         " VALUES (?, ?, ?, ?, ?)",
         (conversation_id, user_id, agent_id, title, now),

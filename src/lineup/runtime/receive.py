@@ -1,0 +1,197 @@
+"""Receiving: what the Runtime does with each envelope the AppServer streams to it.
+
+One batch of received envelopes is one writer transaction (``apply_batch``): each new
+envelope gets its timeline row (and its inbox row, for an agent's content in an app
+scope), then the handler for its kind decides what it means, and the conversation's
+cursor moves past it. What the handlers queue, show and wake up follows the commit
+through the unit of work (``RuntimeTxn``); nothing here sends or notifies by hand.
+
+- ``tool.call`` (``_tool_call``): an ordinary tool goes to the Tool Router
+  (``apps.router.route``); a standard interaction starts
+  (``interaction_store.create``), or is refused with its one result.
+- ``interaction.dismiss`` (``_dismiss``): the agent takes a pending question back.
+- ``app.call`` (``_capability_call``): an agent's capability request reaches the
+  gateway.
+- ``ui.open`` / ``ui.patch`` / ``ui.close`` (``_surface``): an agent's surface is
+  opened, patched or closed.
+- anything else: stored and shown.
+
+Envelopes at or below a conversation's cursor are skipped (already applied); one we
+sent ourselves turns our ``sending`` row into ``sent``; a rejected one is recorded
+with its code and shown to nobody.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from . import interaction_store, ui_surfaces
+from .apps import instance_store, router
+from .capabilities import gateway
+from .capabilities.calls import OPEN as CAPABILITY_OPEN
+from .events import ToolCallsChanged
+from .records import Received
+from .tables import audit, get_item, show
+from .txn import RuntimeTxn
+
+__all__ = ["HANDLERS", "Context", "apply_batch"]
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What a batch is applied with. ``inline_surfaces``: the dev-mode allowlist of
+    inline bundle integrities; ``remembered``: the (requester, capability) pairs the
+    person allowed for this session."""
+
+    now: str
+    inline_surfaces: frozenset[str] = frozenset()
+    remembered: frozenset[tuple[str, str]] = frozenset()
+
+
+Handler = Callable[[RuntimeTxn, Received, Context], None]
+
+
+def _tool_call(txn: RuntimeTxn, item: Received, ctx: Context) -> None:
+    if item.call is None:
+        return
+    if router.is_ordinary(item.call):
+        router.route(txn, item, item.call, ctx.now)
+    elif interaction_store.create(txn, item, item.call, ctx.now) is not None:
+        txn.deadline_added()  # its expires_at
+
+
+def _dismiss(txn: RuntimeTxn, item: Received, ctx: Context) -> None:
+    if item.dismiss is None:
+        return
+    interaction_store.dismiss(txn, item.conversation_id, item.dismiss, ctx.now)  # shows the card
+
+
+def _capability_call(txn: RuntimeTxn, item: Received, ctx: Context) -> None:
+    if item.sender_kind != "agent":
+        return
+    arrived = gateway.receive(txn, item, ctx.now, ctx.remembered)
+    if arrived is None or arrived.call is None:
+        return
+    txn.emit(gateway.CapabilitiesChanged((arrived.call,)))
+    if arrived.call.state in CAPABILITY_OPEN:
+        txn.deadline_added()  # its expires_at
+
+
+def _surface(txn: RuntimeTxn, item: Received, ctx: Context) -> None:
+    if item.sender_kind != "agent":
+        return
+    outcome = ui_surfaces.apply(txn, item, ctx.now, inline_allowlist=ctx.inline_surfaces)
+    for envelope_id in outcome.changed:
+        if envelope_id != item.envelope_id:
+            show(txn, item.conversation_id, envelope_id)
+
+
+HANDLERS: dict[str, Handler] = {
+    "lineup.v1.tool.call": _tool_call,
+    "lineup.v1.interaction.dismiss": _dismiss,
+    "lineup.v1.app.call": _capability_call,
+    **{kind: _surface for kind in ui_surfaces.UI_TYPES},
+}
+"""Envelope kind -> what receiving it does (after its timeline row is stored)."""
+
+
+def apply_batch(txn: RuntimeTxn, items: Sequence[Received], ctx: Context) -> dict[str, int]:
+    """Store received envelopes, their inbox rows and the new cursors atomically, and
+    run each new envelope's handler. Returns the cursors that moved."""
+    cursors: dict[str, int] = {}
+    inboxed: set[tuple[str, str]] = set()
+    for item in items:
+        cursor = cursors.get(item.conversation_id)
+        if cursor is None:
+            row = txn.execute(
+                "SELECT cursor FROM conversations WHERE id = ?", (item.conversation_id,)
+            ).fetchone()
+            if row is None:
+                continue  # not a conversation we know; the sync loop adds them first
+            cursor = row[0]
+        if item.seq <= cursor:
+            continue
+        cursors[item.conversation_id] = item.seq
+        if item.envelope_id is None:
+            _rejected(txn, item, ctx.now)
+            continue
+        if _ours(txn, item, ctx.now):
+            continue
+        _store(txn, item, ctx.now)
+        if item.app_scope is not None:
+            inboxed.add((item.app_scope, item.conversation_id))
+        handler = HANDLERS.get(item.type or "")
+        if handler is not None:
+            handler(txn, item, ctx)
+        show(txn, item.conversation_id, item.envelope_id)
+    for conversation_id, cursor in cursors.items():
+        txn.execute("UPDATE conversations SET cursor = ? WHERE id = ?", (cursor, conversation_id))
+    if inboxed:
+        _tell_readers(txn, inboxed)
+    return cursors
+
+
+def _rejected(txn: RuntimeTxn, item: Received, now: str) -> None:
+    txn.execute(
+        "INSERT INTO rejections (conversation_id, seq, code, size, at) VALUES (?, ?, ?, ?, ?)",
+        (item.conversation_id, item.seq, item.code or "malformed_envelope", len(item.body), now),
+    )
+    subject = f"{item.conversation_id}#{item.seq}"
+    audit(txn, now, "appserver", "receive", subject, "rejected", item.code)
+
+
+def _ours(txn: RuntimeTxn, item: Received, now: str) -> bool:
+    """Our own envelope coming back: it is stored, whatever the ack said (``True``:
+    nothing else to do)."""
+    assert item.envelope_id is not None
+    existing = get_item(txn, item.conversation_id, item.envelope_id)
+    if existing is None:
+        return False
+    if existing.state == "sent" and existing.seq == item.seq:
+        return True  # its echo, after its ack: nothing changes
+    txn.execute(
+        "UPDATE timeline SET seq = ?, state = 'sent', error_code = NULL WHERE id = ?",
+        (item.seq, existing.id),
+    )
+    txn.execute(
+        "DELETE FROM outbox WHERE conversation_id = ? AND envelope_id = ?",
+        (item.conversation_id, item.envelope_id),
+    )
+    if item.envelope_id.startswith("res_"):  # a tool result is stored: delivered
+        router.delivered(txn, item.conversation_id, item.envelope_id, now)
+    show(txn, item.conversation_id, item.envelope_id)
+    return True
+
+
+def _store(txn: RuntimeTxn, item: Received, now: str) -> None:
+    txn.execute(
+        "INSERT INTO timeline (conversation_id, envelope_id, seq, type, sender_kind, body,"
+        " state, created_at) VALUES (?, ?, ?, ?, ?, ?, 'received', ?)",
+        (
+            item.conversation_id,
+            item.envelope_id,
+            item.seq,
+            item.type,
+            item.sender_kind,
+            item.body,
+            now,
+        ),
+    )
+    if item.app_scope is not None:
+        txn.execute(
+            "INSERT OR IGNORE INTO inbox (app_scope, conversation_id, envelope_id)"
+            " VALUES (?, ?, ?)",
+            (item.app_scope, item.conversation_id, item.envelope_id),
+        )
+
+
+def _tell_readers(txn: RuntimeTxn, inboxed: set[tuple[str, str]]) -> None:
+    """The live instances whose (scope, conversation) inbox got new rows read it again."""
+    readers = frozenset(
+        record.instance_id
+        for record in instance_store.load(txn).live()
+        if (record.app_scope, record.conversation_id) in inboxed
+    )
+    if readers:
+        txn.emit(ToolCallsChanged(readers, "inbox"))
