@@ -1,4 +1,4 @@
-"""MiniApp bundles (``lineup.runtime.apps.bundle``) and their storage in the registry:
+"""MiniApp bundles (``lineup.formats.bundle``) and their storage in the registry:
 every refusal has its stable code and stores nothing; a stored version's files are
 fixed; surfaces are built from the entry and the files of the same stem."""
 
@@ -11,9 +11,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from lineup.protocol.fields import MAX_BUNDLE_BYTES
-from lineup.runtime import RuntimeStore
-from lineup.runtime.apps.bundle import (
+from lineup.formats.bundle import (
     MAX_BUNDLE_FILES,
     BundleError,
     BundleErrorCode,
@@ -21,7 +19,9 @@ from lineup.runtime.apps.bundle import (
     load_bundle,
     load_bundle_dir,
 )
-from lineup.runtime.apps.manifest import ManifestError
+from lineup.formats.manifest import ManifestError
+from lineup.protocol.fields import MAX_BUNDLE_BYTES
+from lineup.runtime import RuntimeStore
 from lineup.runtime.apps.registry import AppRegistry, RegistryError
 from lineup.runtime.runtime import STORE_FILE
 from tests.support.interactions import FrozenClock

@@ -16,6 +16,22 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lineup.formats import schemas
+from lineup.formats.manifest import (
+    HOST_VERSION,
+    MAX_MANIFEST_BYTES,
+    MAX_NAME_CHARS,
+    AppManifest,
+    ManifestError,
+    ManifestErrorCode,
+    Surface,
+    compare_semver,
+    compiled_tools,
+    encode_manifest,
+    load_manifest,
+    to_inventory_application,
+    tool_descriptors,
+)
 from lineup.protocol import decode, encode
 from lineup.protocol.envelope import ClientInventoryEnvelope, Sender
 from lineup.protocol.fields import (
@@ -30,22 +46,6 @@ from lineup.protocol.payloads import (
     SurfaceRef,
     ToolDescriptor,
     ToolTarget,
-)
-from lineup.runtime.apps import schemas
-from lineup.runtime.apps.manifest import (
-    HOST_VERSION,
-    MAX_MANIFEST_BYTES,
-    MAX_NAME_CHARS,
-    AppManifest,
-    ManifestError,
-    ManifestErrorCode,
-    Surface,
-    compare_semver,
-    compiled_tools,
-    encode_manifest,
-    load_manifest,
-    to_inventory_application,
-    tool_descriptors,
 )
 
 FIXTURES = Path(__file__).parent / "manifests"

@@ -13,11 +13,11 @@ from typing import Any
 import msgspec
 import pytest
 
+from lineup.formats.manifest import ManifestError
 from lineup.protocol import ErrorCode
 from lineup.runtime import INVENTORY, Runtime, RuntimeStore, Session
 from lineup.runtime.apps.kernel import AppLifecycleRefused
 from lineup.runtime.apps.lifecycle import State as AppState
-from lineup.runtime.apps.manifest import ManifestError
 from lineup.runtime.apps.registry import INITIAL_REVISION, AppRegistry, RegistryError
 from lineup.runtime.runtime import STORE_FILE
 from tests.support.app_kernel import queued

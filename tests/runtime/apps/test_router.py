@@ -16,13 +16,13 @@ import msgspec
 import pytest
 
 from lineup import wire
+from lineup.formats.manifest import load_manifest
 from lineup.protocol import ErrorCode
 from lineup.runtime import Received, RuntimeStore, classify
 from lineup.runtime.apps import registry
 from lineup.runtime.apps.focus import MAX_LIVE
 from lineup.runtime.apps.instance_store import Action, Op
 from lineup.runtime.apps.lifecycle import State as AppState
-from lineup.runtime.apps.manifest import load_manifest
 from lineup.runtime.apps.router import ToolRouter
 from lineup.runtime.apps.tool_call_store import StoredToolCall
 from lineup.runtime.apps.tool_calls import State
