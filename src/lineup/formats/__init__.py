@@ -1,5 +1,5 @@
-"""The MiniApp formats: what a manifest, a bundle and a tool schema are, as pure data
-and validation with no Runtime state.
+"""The MiniApp formats: what a manifest, a bundle, a tool schema and a version order
+are, as pure data and validation with no Runtime state.
 
 They sit just above ``lineup.protocol`` (the only package they import), so the
 publisher tools and the AppServer catalog (``lineup.delivery``, ``lineup.server``) can
@@ -16,4 +16,5 @@ none of its modules: import the one you need.
 - ``lineup.formats.schemas``: ``compile_schema``, ``compile_tool``,
   ``CompiledSchemas``, ``CompiledTool``, ``SchemaProblem``, ``SchemaError``,
   ``SchemaErrorCode``, ``DRAFT_2020_12``, ``MAX_SCHEMA_BYTES``, ``MAX_SCHEMA_DEPTH``.
+- ``lineup.formats.semver``: ``compare_semver``.
 """

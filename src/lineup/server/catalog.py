@@ -49,7 +49,7 @@ from lineup.delivery.release import (
     sha256_hex,
 )
 from lineup.delivery.verify import check_artifact
-from lineup.formats.manifest import compare_semver
+from lineup.formats.semver import compare_semver
 from lineup.protocol.fields import APP_ID_PATTERN, SEMVER_PATTERN
 
 __all__ = [

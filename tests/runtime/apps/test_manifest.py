@@ -25,13 +25,13 @@ from lineup.formats.manifest import (
     ManifestError,
     ManifestErrorCode,
     Surface,
-    compare_semver,
     compiled_tools,
     encode_manifest,
     load_manifest,
     to_inventory_application,
     tool_descriptors,
 )
+from lineup.formats.semver import compare_semver
 from lineup.protocol import decode, encode
 from lineup.protocol.envelope import ClientInventoryEnvelope, Sender
 from lineup.protocol.fields import (

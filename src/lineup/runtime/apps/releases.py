@@ -32,7 +32,7 @@ from lineup.delivery.errors import DeliveryError, DeliveryErrorCode
 from lineup.delivery.keys import PublicKey
 from lineup.delivery.release import Release, decode_release, encode_release
 from lineup.delivery.verify import Verified, verify
-from lineup.formats.manifest import compare_semver
+from lineup.formats.semver import compare_semver
 
 from .. import ui_surfaces
 from ..records import OutboxItem
