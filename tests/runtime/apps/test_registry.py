@@ -23,7 +23,7 @@ from lineup.runtime.runtime import STORE_FILE
 from tests.support.app_kernel import queued
 from tests.support.interactions import FrozenClock
 
-MANIFEST = Path(__file__).parent / "manifests" / "valid" / "test-app.json"
+MANIFEST = Path(__file__).parents[2] / "formats" / "manifests" / "valid" / "test-app.json"
 APP_ID = "dev.lineup.test-app"
 
 

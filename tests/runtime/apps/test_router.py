@@ -33,7 +33,7 @@ from tests.support.app_kernel import KernelHarness, Queued, queued
 from tests.support.appserver import AppServerProcess
 from tests.support.interactions import T0, Conversation, envelope, result_id, results
 
-MANIFEST = Path(__file__).parent / "manifests" / "valid" / "test-app.json"
+MANIFEST = Path(__file__).parents[2] / "formats" / "manifests" / "valid" / "test-app.json"
 APP_ID = "dev.lineup.test-app"
 SCOPE = "test-app"
 C1 = Conversation("conv-1", "agent-1")
