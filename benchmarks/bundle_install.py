@@ -96,9 +96,9 @@ from lineup.delivery.keys import generate_key, public_key_of, sign_release
 from lineup.delivery.publisher import pack_bundle
 from lineup.delivery.release import canonical_bytes, decode_release, encode_release, sha256_hex
 from lineup.delivery.verify import check_artifact, check_release
+from lineup.formats.bundle import load_bundle
 from lineup.protocol.fields import MAX_BUNDLE_BYTES
 from lineup.runtime import Runtime
-from lineup.runtime.apps.bundle import load_bundle
 
 REPO = Path(__file__).resolve().parent.parent
 TEST_APP = REPO / "tests" / "support" / "apps" / "test-app"

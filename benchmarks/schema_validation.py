@@ -3,7 +3,7 @@
 The Tool Router checks every ``tool.call``'s arguments against the tool's
 ``input_schema`` (and every result against its ``output_schema``). This measures
 validations per second for a realistic tool input schema, the way the Runtime does it
-(``lineup.runtime.apps.schemas``: Draft 2020-12, compiled once, linear-time regexes,
+(``lineup.formats.schemas``: Draft 2020-12, compiled once, linear-time regexes,
 formats asserted), and the same schema with the pure-Python ``jsonschema`` package
 (``Draft202012Validator`` built once) as the reference, in the same process.
 
@@ -36,8 +36,8 @@ from collections.abc import Callable
 from importlib.metadata import version as dist_version
 from typing import Any
 
+from lineup.formats.schemas import CompiledTool
 from lineup.protocol.payloads import ToolDescriptor, ToolTarget
-from lineup.runtime.apps.schemas import CompiledTool
 
 # A task tracker's "create task" tool: the kind of schema an app declares for an agent.
 # No `format` keyword: pure-Python jsonschema would skip `date-time` without extra

@@ -1,7 +1,9 @@
 """Write the lineup.v1 JSON Schemas into docs/protocol/.
 
-Run after changing a model in ``lineup.protocol``; ``tests/protocol`` fails while the
-committed files differ from what the models generate. ``--check`` only compares.
+Run after changing a model in ``lineup.protocol`` or the release in
+``lineup.delivery.release`` (``lineup.schema_files`` puts the set together);
+``tests/protocol`` fails while the committed files differ from what the models
+generate. ``--check`` only compares.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from lineup.protocol.schema import render_schema_files
+from lineup.schema_files import render_schema_files
 
 OUT_DIR = Path(__file__).resolve().parent.parent / "docs" / "protocol"
 

@@ -30,9 +30,9 @@ from lineup.demo import (
     sample_app_dir,
     trust_sample_publisher,
 )
+from lineup.formats.bundle import load_bundle_dir
 from lineup.protocol import ClientInventoryEnvelope, Envelope
 from lineup.runtime import Runtime, TimelineChanged
-from lineup.runtime.apps.bundle import load_bundle_dir
 from lineup.server.catalog import catalog_for
 from tests.agent.test_agent import FAST, running
 from tests.agent.test_demo_interactions import agent_replies

@@ -17,7 +17,7 @@ from lineup.delivery.errors import DeliveryError
 from lineup.delivery.keys import PublicKey, load_public_key
 from lineup.delivery.release import decode_release
 from lineup.delivery.verify import check_artifact, check_release, verify
-from lineup.runtime.apps.manifest import compare_semver
+from lineup.formats.semver import compare_semver
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "delivery"
 CASES: dict[str, dict[str, Any]] = json.loads((FIXTURES / "cases.json").read_bytes())

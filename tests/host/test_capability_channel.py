@@ -16,10 +16,10 @@ import httpx
 import pytest
 from websockets.asyncio.client import ClientConnection
 
+from lineup.formats.schemas import CompiledSchemas
 from lineup.host.native import NativeOutcome, PickedFile
 from lineup.logs import quiet_libraries
 from lineup.protocol.payloads import CapabilityDescriptor
-from lineup.runtime.apps.schemas import CompiledSchemas
 from lineup.runtime.capabilities import catalog
 from lineup.runtime.capabilities.catalog import MAX_ARTIFACT_BYTES, Capability
 from tests.conftest import Pair

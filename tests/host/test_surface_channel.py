@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import httpx
 from websockets.asyncio.client import ClientConnection
 
-from tests.runtime.apps.test_bundle import BUNDLE
+from tests.formats.test_bundle import BUNDLE
 from tests.support.browser_interactions import chat_id
 from tests.support.host_channel import hello, next_frame, tab
 from tests.support.webhost import Client

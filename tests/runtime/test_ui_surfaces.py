@@ -16,7 +16,7 @@ from lineup import wire
 from lineup.runtime import classify
 from lineup.runtime.apps.registry import AppRegistry
 from lineup.runtime.ui_surfaces import UiEventRefused, inline_integrity
-from tests.runtime.apps.test_bundle import BUNDLE
+from tests.formats.test_bundle import BUNDLE
 from tests.runtime.apps.test_router import C1, SCOPES, RouterHarness
 from tests.support.app_kernel import queued
 from tests.support.interactions import envelope

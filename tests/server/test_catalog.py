@@ -26,7 +26,7 @@ from lineup.delivery.errors import DeliveryError
 from lineup.delivery.keys import generate_key, public_key_of, sign_release
 from lineup.delivery.release import Release, decode_release, encode_release, sha256_hex
 from lineup.delivery.verify import verify
-from lineup.runtime.apps.bundle import load_bundle_dir
+from lineup.formats.bundle import load_bundle_dir
 from lineup.server import admin, create_app
 from lineup.server.catalog import Catalog, catalog_for, empty_document
 from lineup.server.catalog_commands import catalog_group

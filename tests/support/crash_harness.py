@@ -53,7 +53,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "correct horse battery"
 FAST = Backoff(base=0.05, cap=0.3)
 LINE_TIMEOUT = 60.0
-TEST_APP = ROOT / "tests" / "runtime" / "apps" / "manifests" / "valid" / "test-app.json"
+TEST_APP = ROOT / "tests" / "formats" / "manifests" / "valid" / "test-app.json"
 CAPABILITY = "clipboard.write"
 
 

@@ -17,7 +17,7 @@ import io
 import tarfile
 from collections.abc import Mapping
 
-from lineup.runtime.apps.bundle import MAX_BUNDLE_FILES
+from lineup.formats.bundle import MAX_BUNDLE_FILES
 
 from .errors import DeliveryError, DeliveryErrorCode
 

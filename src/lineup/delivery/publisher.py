@@ -21,8 +21,8 @@ from typing import Any
 import msgspec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from lineup.runtime.apps.bundle import AppBundle, BundleError, load_bundle, load_bundle_dir
-from lineup.runtime.apps.manifest import ManifestError
+from lineup.formats.bundle import AppBundle, BundleError, load_bundle, load_bundle_dir
+from lineup.formats.manifest import ManifestError
 
 from .archive import pack, unpack
 from .errors import DeliveryError, DeliveryErrorCode

@@ -22,8 +22,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from lineup.formats.manifest import MAX_PERMISSIONS
 from lineup.protocol.fields import APP_ID_PATTERN, SEMVER_PATTERN
-from lineup.runtime.apps.manifest import MAX_PERMISSIONS
 
 from .errors import DeliveryError, DeliveryErrorCode
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Container, Mapping
 from dataclasses import dataclass
 
-from lineup.runtime.apps.bundle import AppBundle, BundleError, load_bundle
-from lineup.runtime.apps.manifest import HOST_VERSION, ManifestError, compare_semver
+from lineup.formats.bundle import AppBundle, BundleError, load_bundle
+from lineup.formats.manifest import HOST_VERSION, ManifestError
+from lineup.formats.semver import compare_semver
 
 from .archive import unpack
 from .errors import DeliveryError, DeliveryErrorCode

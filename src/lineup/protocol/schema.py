@@ -1,15 +1,16 @@
 """JSON Schemas (draft 2020-12) generated from the envelope models.
 
 The models are the source of truth; ``scripts/gen_schemas.py`` writes these schemas
-to ``docs/protocol/`` and a test fails when the committed files drift. A schema says
-what shape an envelope has; limits that JSON Schema cannot state (nesting depth and
-encoded size of free-form objects, cross-field rules such as "a failed tool result
-carries an error") are enforced only by ``decode``, which stays the authority.
+to ``docs/protocol/`` through ``lineup.schema_files``, which adds the signed release's
+(the protocol is the bottom layer and imports no other package), and a test fails
+when the committed files drift. A schema says what shape an envelope has; limits that
+JSON Schema cannot state (nesting depth and encoded size of free-form objects,
+cross-field rules such as "a failed tool result carries an error") are enforced only
+by ``decode``, which stays the authority.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import msgspec
@@ -17,7 +18,7 @@ import msgspec
 from .envelope import KIND_BY_TYPE, AnyEnvelope
 from .errors import ErrorResponse
 
-__all__ = ["DIALECT", "ecma_patterns", "envelope_schemas", "render_schema_files", "schema_for"]
+__all__ = ["DIALECT", "ecma_patterns", "envelope_schemas", "schema_for"]
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -37,22 +38,7 @@ def envelope_schemas() -> dict[str, dict[str, Any]]:
         title="LineUp error",
         description='The one error shape: {"error": {"code", "message", "path"?}}.',
     )
-    from lineup.delivery.release import Release  # the signed-delivery document
-
-    schemas["release.json"] = schema_for(
-        Release,
-        title="lineup.release.v1",
-        description="A signed MiniApp release (docs/delivery.md); unknown fields refused.",
-    )
     return schemas
-
-
-def render_schema_files() -> dict[str, str]:
-    """File name → exact text of the committed file (sorted keys, indent 2, final newline)."""
-    return {
-        name: json.dumps(schema, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
-        for name, schema in sorted(envelope_schemas().items())
-    }
 
 
 def schema_for(model: Any, *, title: str, description: str) -> dict[str, Any]:

@@ -248,9 +248,7 @@ class RuntimeStore:
         )
 
     async def close_app_session(self, app_session_id: str) -> bool:
-        return await self._db.write(
-            interaction_store.close_app_session, app_session_id, self.now()
-        )
+        return await self._db.write(interaction_store.close_app_session, app_session_id, self.now())
 
     async def timeline(
         self, conversation_id: str, *, before_seq: int | None = None, limit: int = 50

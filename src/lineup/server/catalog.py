@@ -49,8 +49,8 @@ from lineup.delivery.release import (
     sha256_hex,
 )
 from lineup.delivery.verify import check_artifact
+from lineup.formats.semver import compare_semver
 from lineup.protocol.fields import APP_ID_PATTERN, SEMVER_PATTERN
-from lineup.runtime.apps.manifest import compare_semver
 
 __all__ = [
     "CATALOG_DIRECTORY",

@@ -20,10 +20,10 @@ import pytest
 from playwright.async_api import FrameLocator, Page, expect
 
 from lineup.agent import Agent, Conversation, ToolCallError
+from lineup.formats.bundle import load_bundle_dir
 from lineup.miniapps import bundle_dir
 from lineup.miniapps.draw_guess_matcher import guess_word
 from lineup.protocol import Envelope, UiEventEnvelope
-from lineup.runtime.apps.bundle import load_bundle_dir
 from tests.browser.conftest import Screenshot
 from tests.conftest import Pair
 from tests.support.appserver import AppServerProcess

@@ -18,8 +18,8 @@ import pytest
 from playwright.async_api import FrameLocator, Locator, Page, expect
 
 from lineup.agent import Conversation, ToolCallError
+from lineup.formats.bundle import load_bundle_dir
 from lineup.miniapps import bundle_dir
-from lineup.runtime.apps.bundle import load_bundle_dir
 from tests.browser.conftest import Screenshot
 from tests.conftest import Pair
 from tests.support.appserver import AppServerProcess

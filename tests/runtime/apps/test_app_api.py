@@ -18,7 +18,7 @@ from lineup.runtime.apps.app_api import MAX_STATE_BYTES, METHODS, AppApi, AppApi
 from lineup.runtime.apps.registry import AppRegistry
 from lineup.runtime.apps.tool_calls import State
 from lineup.runtime.capabilities.gateway import CapabilityGateway
-from tests.runtime.apps.test_bundle import BUNDLE
+from tests.formats.test_bundle import BUNDLE
 from tests.runtime.apps.test_router import C1, SCOPES, RouterHarness, launched
 from tests.support.interactions import envelope
 from tests.support.receiving import apply_received

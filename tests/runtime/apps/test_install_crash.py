@@ -31,8 +31,8 @@ import pytest
 from lineup.delivery.keys import PublicKey
 from lineup.delivery.release import decode_release
 from lineup.delivery.verify import verify
+from lineup.formats.semver import compare_semver
 from lineup.runtime import Runtime
-from lineup.runtime.apps.manifest import compare_semver
 from lineup.runtime.runtime import STORE_FILE, VERIFIED_CACHE_DIR
 from tests.support.releases import APP_ID, Publisher, Signed, release
 

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
+from lineup.formats.manifest import load_manifest
 from lineup.protocol import ErrorCode
 from lineup.protocol.payloads import CapabilityDescriptor
 from lineup.runtime import Runtime
 from lineup.runtime.apps import registry, tool_call_store
-from lineup.runtime.apps.manifest import load_manifest
 from lineup.runtime.apps.tool_calls import State
 from lineup.runtime.records import Session
 from tests.runtime.apps.test_router import (

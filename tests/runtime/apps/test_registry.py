@@ -13,17 +13,17 @@ from typing import Any
 import msgspec
 import pytest
 
+from lineup.formats.manifest import ManifestError
 from lineup.protocol import ErrorCode
 from lineup.runtime import INVENTORY, Runtime, RuntimeStore, Session
 from lineup.runtime.apps.kernel import AppLifecycleRefused
 from lineup.runtime.apps.lifecycle import State as AppState
-from lineup.runtime.apps.manifest import ManifestError
 from lineup.runtime.apps.registry import INITIAL_REVISION, AppRegistry, RegistryError
 from lineup.runtime.runtime import STORE_FILE
 from tests.support.app_kernel import queued
 from tests.support.interactions import FrozenClock
 
-MANIFEST = Path(__file__).parent / "manifests" / "valid" / "test-app.json"
+MANIFEST = Path(__file__).parents[2] / "formats" / "manifests" / "valid" / "test-app.json"
 APP_ID = "dev.lineup.test-app"
 
 

@@ -16,13 +16,13 @@ import msgspec
 import pytest
 
 from lineup import wire
+from lineup.formats.manifest import load_manifest
 from lineup.protocol import ErrorCode
 from lineup.runtime import Received, RuntimeStore, classify
 from lineup.runtime.apps import registry
 from lineup.runtime.apps.focus import MAX_LIVE
 from lineup.runtime.apps.instance_store import Action, Op
 from lineup.runtime.apps.lifecycle import State as AppState
-from lineup.runtime.apps.manifest import load_manifest
 from lineup.runtime.apps.router import ToolRouter
 from lineup.runtime.apps.tool_call_store import StoredToolCall
 from lineup.runtime.apps.tool_calls import State
@@ -34,7 +34,7 @@ from tests.support.appserver import AppServerProcess
 from tests.support.interactions import T0, Conversation, envelope, result_id, results
 from tests.support.receiving import Applied, apply_received
 
-MANIFEST = Path(__file__).parent / "manifests" / "valid" / "test-app.json"
+MANIFEST = Path(__file__).parents[2] / "formats" / "manifests" / "valid" / "test-app.json"
 APP_ID = "dev.lineup.test-app"
 SCOPE = "test-app"
 C1 = Conversation("conv-1", "agent-1")

@@ -44,6 +44,21 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from lineup.formats.bundle import (
+    AppBundle,
+    SurfaceSource,
+    files_digest,
+    load_bundle_dir,
+    surface_source,
+)
+from lineup.formats.manifest import (
+    AppManifest,
+    encode_manifest,
+    load_manifest,
+    to_inventory_application,
+    tool_descriptors,
+)
+from lineup.formats.schemas import CompiledTool, compile_tool
 from lineup.protocol import AppListEnvelope
 from lineup.protocol import interactions as ix
 from lineup.protocol.fields import CAPABILITY_NAME_PATTERN, CAPABILITY_VERSION_PATTERN
@@ -56,15 +71,6 @@ from ..records import OutboxItem
 from ..tables import audit, has_session, queue_from_runtime
 from ..txn import RuntimeTxn, Sql
 from . import instance_store
-from .bundle import AppBundle, SurfaceSource, files_digest, load_bundle_dir, surface_source
-from .manifest import (
-    AppManifest,
-    encode_manifest,
-    load_manifest,
-    to_inventory_application,
-    tool_descriptors,
-)
-from .schemas import CompiledTool, compile_tool
 
 if TYPE_CHECKING:
     from ..store import RuntimeStore

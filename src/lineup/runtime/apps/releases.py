@@ -30,13 +30,13 @@ from lineup.delivery.errors import DeliveryError, DeliveryErrorCode
 from lineup.delivery.keys import PublicKey
 from lineup.delivery.release import Release, decode_release, encode_release
 from lineup.delivery.verify import Verified, verify
+from lineup.formats.semver import compare_semver
 
 from .. import ui_surfaces
 from ..records import OutboxItem
 from ..tables import audit
 from ..txn import RuntimeTxn, Sql
 from . import instance_store, registry
-from .manifest import compare_semver
 
 __all__ = [
     "CentreApp",

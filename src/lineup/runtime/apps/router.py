@@ -60,6 +60,7 @@ from typing import Any
 
 import msgspec
 
+from lineup.formats.manifest import compiled_tools
 from lineup.protocol import ErrorCode, ToolCallEnvelope, decode
 from lineup.protocol.fields import ERROR_CODE_PATTERN
 from lineup.protocol.payloads import ToolProgress
@@ -76,7 +77,6 @@ from .instance_store import Action, LifecycleResult, Op
 from .kernel import Receipt as LifecycleReceipt
 from .lifecycle import MiniAppInstanceRecord
 from .lifecycle import State as AppState
-from .manifest import compiled_tools
 from .tool_call_store import CallOutcome, StoredToolCall
 from .tool_calls import CALL_NOT_FOUND, SETTLED, Event, Receipt, State
 

@@ -16,9 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from lineup.formats.schemas import CompiledSchemas
 from lineup.protocol.payloads import CapabilityDescriptor
-
-from ..apps.schemas import CompiledSchemas
 
 __all__ = ["CATALOG", "MAX_ARTIFACT_BYTES", "MAX_CLIPBOARD_CHARS", "Capability", "find"]
 

@@ -13,10 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lineup.protocol.fields import MAX_LABEL_CHARS
-from lineup.protocol.payloads import ToolDescriptor, ToolTarget
-from lineup.runtime.apps import schemas
-from lineup.runtime.apps.schemas import (
+from lineup.formats import schemas
+from lineup.formats.schemas import (
     DRAFT_2020_12,
     MAX_SCHEMA_BYTES,
     MAX_SCHEMA_DEPTH,
@@ -27,6 +25,8 @@ from lineup.runtime.apps.schemas import (
     compile_schema,
     compile_tool,
 )
+from lineup.protocol.fields import MAX_LABEL_CHARS
+from lineup.protocol.payloads import ToolDescriptor, ToolTarget
 
 SECRET = "s3cr3t-VALUE-xyz"
 

@@ -37,6 +37,7 @@ from lineup.protocol.fields import (
 from lineup.protocol.payloads import ApplicationRef, SurfaceRef, ToolDescriptor
 
 from .schemas import CompiledTool, SchemaError, SchemaErrorCode, compile_tool
+from .semver import compare_semver
 
 __all__ = [
     "HOST_VERSION",
@@ -45,7 +46,6 @@ __all__ = [
     "ManifestError",
     "ManifestErrorCode",
     "Surface",
-    "compare_semver",
     "compiled_tools",
     "encode_manifest",
     "load_manifest",
@@ -412,35 +412,6 @@ def _refine_tool_error(raw: bytes, index: int, path: str, text: str) -> Manifest
 def _first_line(text: str) -> str:
     lines = text.splitlines()
     return lines[0][:_MAX_MESSAGE_CHARS] if lines and lines[0] else "invalid manifest"
-
-
-# --- SemVer -----------------------------------------------------------------------------
-
-
-def compare_semver(left: str, right: str) -> int:
-    """-1, 0 or 1 as ``left`` has lower, equal or higher SemVer 2.0.0 precedence
-    than ``right`` (build metadata is ignored, a pre-release sorts before its release)."""
-    a, b = _precedence(left), _precedence(right)
-    return (a > b) - (a < b)
-
-
-def _precedence(version: str) -> tuple[int, int, int, int, tuple[tuple[int, int, str], ...]]:
-    match = re.match(SEMVER_PATTERN, version)
-    if match is None:
-        raise ValueError("not a SemVer version")
-    major, minor, patch, prerelease = (
-        int(match.group(1)),
-        int(match.group(2)),
-        int(match.group(3)),
-        match.group(4),
-    )
-    if prerelease is None:
-        return (major, minor, patch, 1, ())
-    # Numeric identifiers sort before alphanumeric ones and compare as numbers.
-    parts = tuple(
-        (0, int(part), "") if part.isdigit() else (1, 0, part) for part in prerelease.split(".")
-    )
-    return (major, minor, patch, 0, parts)
 
 
 # --- projections ------------------------------------------------------------------------
