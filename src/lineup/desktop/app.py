@@ -139,7 +139,7 @@ class DesktopHost:
         while True:
             await self._changed.wait()
             self._changed.clear()
-            questions = await runtime.store.pending_interactions()
+            questions = await runtime.pending_interactions()
             calls = await runtime.capabilities.open_calls()
             count = len(questions) + sum(c.state is CallState.AWAITING_CONSENT for c in calls)
             if count != shown:

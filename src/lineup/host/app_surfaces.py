@@ -96,11 +96,10 @@ class AppSurfaces:
                 url=url,
             )
 
-        store = self.runtime.store
-        record = await store.ui_surface(conversation_id, instance_id)
+        record = await self.runtime.ui_surface(conversation_id, instance_id)
         if record is None:
             return answer("app_instance_not_found")
-        inline = await store.ui_inline_parts(conversation_id, record.open_envelope_id)
+        inline = await self.runtime.ui_inline_parts(conversation_id, record.open_envelope_id)
         if inline is not None:
             html, css, js = inline
         else:

@@ -24,7 +24,6 @@ import hmac
 import logging
 import re
 import secrets
-import sqlite3
 import unicodedata
 from collections.abc import Iterable
 from typing import Any
@@ -44,7 +43,6 @@ from lineup.runtime.capabilities.gateway import (
     CapabilityCall,
     CapabilityRefused,
     busy_or_final,
-    declared,
     result_envelope_id,
 )
 
@@ -97,18 +95,6 @@ def run_frame(call: CapabilityCall, upload_token: str = "") -> bytes:
     """``capability_run``: the claiming tab runs its provider for ``call``."""
     view = msgspec.structs.asdict(call_view(call))
     return _encode(channel.CapabilityRun(**view, upload_token=upload_token))
-
-
-def _artifact_calls(conn: sqlite3.Connection, conversation_id: str) -> dict[str, str]:
-    """Artifact id -> the ``app.result`` envelope of the agent call that made it (the
-    gateway's ``Artifact`` does not carry its call)."""
-    rows = conn.execute(
-        "SELECT a.id, c.result_envelope_id FROM artifacts a JOIN capability_calls c"
-        " ON c.conversation_id = a.conversation_id AND c.call_id = a.call_id"
-        " AND c.requester_kind = 'agent' WHERE a.conversation_id = ?",
-        (conversation_id,),
-    ).fetchall()
-    return {r[0]: r[1] for r in rows if r[1] is not None}
 
 
 class HostCapabilities:
@@ -198,7 +184,7 @@ class HostCapabilities:
             found = await self.runtime.capabilities.artifacts(conversation_id)
             if not found:
                 continue
-            envelopes = await self.runtime.store.db.read(_artifact_calls, conversation_id)
+            envelopes = await self.runtime.artifact_results(conversation_id)
             views.extend(
                 channel.ArtifactView(
                     artifact_id=a.id,
@@ -216,7 +202,7 @@ class HostCapabilities:
 
     async def grants(self) -> channel.GrantsFrame:
         gateway = self.runtime.capabilities
-        on = await self.runtime.store.db.read(declared)
+        on = await self.runtime.declared_capabilities()
         return channel.GrantsFrame(
             grants=[
                 channel.GrantView(requester=r, capability=c)

@@ -52,7 +52,15 @@ from .apps.installer import CATALOG_INTERVAL, AppCentreChanged, AppDelivery
 from .apps.kernel import AppKernel, AppsChanged
 from .apps.registry import INITIAL_REVISION, AppRegistry
 from .apps.router import ToolRouter
+from .apps.sessions_view import (
+    AppSessionGroup,
+    read_groups,
+    read_groups_by_id,
+    read_groups_of_instances,
+)
+from .capabilities import queries as capability_queries
 from .capabilities.gateway import CapabilitiesChanged, CapabilityGateway
+from .host_sessions import HostSessions
 from .interaction_store import Outcome
 from .records import (
     ConversationInfo,
@@ -61,6 +69,7 @@ from .records import (
     OutboxItem,
     Received,
     Session,
+    SurfaceRecord,
     TimelineItem,
     ToolCallIntent,
 )
@@ -681,6 +690,83 @@ class Runtime:
                 self._start_send(outgoing)
             if applied.expiry_changed:
                 self._expiry_changed.set()
+
+    # --- the hosts' face --------------------------------------------------------------------
+    # What hosts (the Web Host, the desktop, the CLI) ask the Runtime, named for the
+    # question. A host never holds the store or its connection: each answer here is a thin
+    # call to the store or to the module that owns those rows. The public components
+    # (``apps``, ``app_api``, ``capabilities``, ``delivery``, ``registry``, ``tools``) are
+    # asked directly, not through here (docs/decisions.md, "The Runtime's face").
+
+    async def conversations(self) -> list[ConversationInfo]:
+        """Every conversation this Runtime knows."""
+        return await self.store.conversations()
+
+    async def history(
+        self, conversation_id: str, *, before_seq: int | None = None, limit: int = 50
+    ) -> list[TimelineItem]:
+        """A page of a conversation's timeline: the newest ``limit`` rows (older than
+        ``before_seq``), oldest first, rows not yet sent last."""
+        return await self.store.timeline(conversation_id, before_seq=before_seq, limit=limit)
+
+    async def unread(self, app_scope: str = DEFAULT_SCOPE) -> frozenset[tuple[str, str]]:
+        """(conversation id, envelope id) of what ``app_scope``'s inbox still holds: for
+        Interact, the agent's messages no tab has shown yet."""
+        return frozenset(
+            (i.conversation_id, i.envelope_id) for i in await self.store.inbox(app_scope)
+        )
+
+    async def mark_seen(
+        self, conversation_id: str, envelope_ids: Iterable[str], *, app_scope: str = DEFAULT_SCOPE
+    ) -> int:
+        """A tab showed these messages: ``app_scope``'s inbox lets them go. How many did."""
+        return await self.store.inbox_ack_envelopes(app_scope, conversation_id, list(envelope_ids))
+
+    async def app_session_groups(self, conversation_id: str) -> list[AppSessionGroup]:
+        """A conversation's app sub-sessions as the IM shows them (newest ones)."""
+        return await read_groups(self.store, conversation_id)
+
+    async def app_session_groups_by_id(
+        self, app_session_ids: Iterable[str]
+    ) -> list[AppSessionGroup]:
+        """These sub-sessions as the IM shows them (a tab is told when one changed)."""
+        return await read_groups_by_id(self.store, app_session_ids)
+
+    async def app_session_groups_of_instances(
+        self, instance_ids: Iterable[str]
+    ) -> list[AppSessionGroup]:
+        """The sub-sessions these app instances opened (an instance that opened or
+        closed changes its group)."""
+        return await read_groups_of_instances(self.store, instance_ids)
+
+    async def ui_surface(self, conversation_id: str, instance_id: str) -> SurfaceRecord | None:
+        """A surface an agent opened (``ui.open``) in a conversation."""
+        return await self.store.ui_surface(conversation_id, instance_id)
+
+    async def ui_inline_parts(
+        self, conversation_id: str, open_envelope_id: str
+    ) -> tuple[str, str, str] | None:
+        """The inline html, css and js an agent's ``ui.open`` carried (dev mode), if any."""
+        return await self.store.ui_inline_parts(conversation_id, open_envelope_id)
+
+    async def pending_interactions(self) -> list[InteractionRecord]:
+        """The interactions still waiting for the person's answer."""
+        return await self.store.pending_interactions()
+
+    async def artifact_results(self, conversation_id: str) -> dict[str, str]:
+        """Artifact id -> the ``app.result`` envelope of the agent call that made it,
+        for a conversation's artifacts (the row that shows each one)."""
+        return await self.store.db.read(capability_queries.artifact_results, conversation_id)
+
+    async def declared_capabilities(self) -> frozenset[str]:
+        """The capabilities declared now: provided by an attached host, not revoked."""
+        return await self.store.db.read(capability_queries.declared_names)
+
+    @property
+    def host_sessions(self) -> HostSessions:
+        """The Web Host's browser sessions and one-time login links, kept in this
+        Runtime's store (the host holds the cookie, never the table)."""
+        return HostSessions(self.store)
 
 
 def classify(
