@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import html
 import logging
-from collections.abc import Iterable, MutableMapping
+from collections.abc import AsyncIterator, Iterable, MutableMapping
 from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
@@ -45,6 +45,7 @@ from . import channel
 from .app_centre import AppCentreHost, AppCentreTab
 from .app_surfaces import AppSurfaces
 from .capabilities import CapabilityTab, HostCapabilities
+from .jobs import HostJobs
 from .native import NativeHost
 from .surface import SurfaceOrigin
 from .views import apps_view, group_view, in_group, item_view
@@ -123,19 +124,25 @@ class WebHost:
         self.allowed_hosts = frozenset(allowed_hosts)
         self.sessions = runtime.host_sessions
         """Browser sessions and one-time login links (the Runtime keeps them)."""
+        self.jobs = HostJobs()
+        """Background work of this host, in one task group while it serves."""
         self.surfaces = SurfaceOrigin(sorted(self.origins()), port=surface_port)
         """The surface origin: mounted surface documents, each served once."""
-        self.app_surfaces = AppSurfaces(runtime, self.surfaces)
+        self.app_surfaces = AppSurfaces(runtime, self.surfaces, self.jobs)
         """App instances' surfaces: mounts, SDK requests, taking them down on close."""
-        self.capabilities = HostCapabilities(runtime, native)
+        self.capabilities = HostCapabilities(runtime, self.jobs, native)
         """Capability calls: the consent dialog's frames, providers, uploads, downloads."""
         self.app_centre = AppCentreHost(runtime)
         """The App centre: installed and offered apps, install/update/enable/remove."""
-        self._actions: set[asyncio.Task[None]] = set()
 
-    async def start(self) -> None:
-        """Before serving: attach the capabilities this host provides."""
-        await self.capabilities.start()
+    @contextlib.asynccontextmanager
+    async def serving(self) -> AsyncIterator[None]:
+        """While the host serves: its background jobs run (cancelled and awaited on
+        exit, before the Runtime closes), and the capabilities it provides are
+        attached before the first request."""
+        async with self.jobs.running():
+            await self.capabilities.start()
+            yield
 
     def origins(self) -> frozenset[str]:
         return frozenset(f"http://{host}" for host in self.allowed_hosts)
@@ -329,10 +336,9 @@ class WebHost:
                 continue
             if isinstance(frame, channel.AppsAction):
                 # A download or a catalog fetch may take seconds: the tab's other
-                # frames go on meanwhile, and the receipt follows when it is done.
-                task = asyncio.create_task(self._act(frame, outbox))
-                self._actions.add(task)
-                task.add_done_callback(self._actions.discard)
+                # frames go on meanwhile, and the receipt follows when it is done. The
+                # host owns it, not the tab: an install goes on when its tab closes.
+                self.jobs.start(self._act(frame, outbox), "apps_action")
                 continue
             await outbox.put(await self._answer(frame))
 

@@ -47,6 +47,7 @@ from lineup.runtime.capabilities.gateway import (
 )
 
 from . import channel
+from .jobs import HostJobs
 from .native import NativeHost, NativeOutcome
 
 __all__ = ["PROVIDED", "CapabilityTab", "HostCapabilities", "artifact_headers"]
@@ -100,11 +101,12 @@ def run_frame(call: CapabilityCall, upload_token: str = "") -> bytes:
 class HostCapabilities:
     """The Web Host's side of the capability gateway (one per ``WebHost``)."""
 
-    def __init__(self, runtime: Runtime, native: NativeHost | None = None) -> None:
+    def __init__(self, runtime: Runtime, jobs: HostJobs, native: NativeHost | None = None) -> None:
         self.runtime = runtime
+        self.jobs = jobs
+        """Where native runs (and a desktop's own following job) live."""
         self.native = native
         """A desktop host's providers (``None`` in a browser: the tabs run everything)."""
-        self._native_runs: set[asyncio.Task[None]] = set()
         self._upload_tokens: dict[CallKey, str] = {}
         """``device.pick_file`` calls claimed here -> the claiming tab's upload token."""
         runtime.subscribe(self._on_event)
@@ -113,7 +115,9 @@ class HostCapabilities:
         """Attach: the Runtime declares these capabilities from now on."""
         await self.runtime.capabilities.provide(PROVIDED)
         if self.native is not None:
-            self.native.attach(self.runtime)
+            following = self.native.attach(self.runtime)
+            if following is not None:
+                self.jobs.start(following, "native_host")
 
     def tab(self, outbox: asyncio.Queue[bytes]) -> CapabilityTab:
         return CapabilityTab(self, outbox)
@@ -125,10 +129,9 @@ class HostCapabilities:
 
     def run_native(self, call: CapabilityCall, tab: CapabilityTab) -> None:
         """Run a call the tab just claimed with the native provider, in the background;
-        a provider that declines hands it to the tab after all."""
-        task = asyncio.create_task(self._run_native(call, tab))
-        self._native_runs.add(task)
-        task.add_done_callback(self._native_runs.discard)
+        a provider that declines hands it to the tab after all. The host owns the run,
+        not the tab: a native dialog stays up when the tab that claimed it closes."""
+        self.jobs.start(self._run_native(call, tab), "native_run")
 
     async def _run_native(self, call: CapabilityCall, tab: CapabilityTab) -> None:
         assert self.native is not None
