@@ -229,7 +229,7 @@ async def test_timer_asks_to_install_then_opens_the_installed_version(
             await log.until(lambda: opened_timer(log) is not None)
             instance_id = opened_timer(log)
             assert instance_id is not None
-            record = await runtime.store.ui_surface(pair.conversation_id, instance_id)
+            record = await runtime.ui_surface(pair.conversation_id, instance_id)
             assert record is not None
             assert (record.app_id, record.app_version, record.surface_id) == (
                 FOCUS_TIMER_ID,

@@ -45,11 +45,6 @@ FORBIDDEN: dict[str, frozenset[str]] = {
 }
 """Layer → layers it must never import, eagerly or lazily."""
 
-RUNTIME_CIRCLE = (
-    "the store ⇄ router/kernel/registry/gateway/ui_surfaces circle; removed by the"
-    " receive-module refactor on another branch"
-)
-
 
 # --- every module imports alone -------------------------------------------------------
 
@@ -177,7 +172,6 @@ def test_a_layer_imports_only_what_it_may(layer: str) -> None:
     assert not broken, f"lineup.{layer} imports what it may not:\n" + "\n".join(broken)
 
 
-@pytest.mark.xfail(strict=True, reason=RUNTIME_CIRCLE)
 def test_no_import_cycle_in_runtime() -> None:
     """Inside ``lineup.runtime``, a function-level import counts as an edge: it is a
     circle all the same, only hidden from the interpreter until the function runs."""

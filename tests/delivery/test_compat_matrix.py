@@ -146,7 +146,7 @@ async def test_unsupported_surface_version_is_not_mounted_nor_moved_forward(rt: 
             "surface_unavailable",
             version,
         )
-    opened = await rt.store.ui_surface(CONVERSATION, "s3")
+    opened = await rt.ui_surface(CONVERSATION, "s3")
     assert opened is not None and opened.app_version == "1.0.0"
 
 

@@ -13,7 +13,7 @@ import msgspec
 import pytest
 
 from lineup import wire
-from lineup.runtime import classify
+from lineup.runtime import classify, ui_surfaces
 from lineup.runtime.apps.registry import AppRegistry
 from lineup.runtime.ui_surfaces import UiEventRefused, inline_integrity
 from tests.formats.test_bundle import BUNDLE
@@ -57,16 +57,16 @@ def errors(h: RouterHarness) -> list[tuple[str, str]]:
 
 async def test_open_patch_close(h: RouterHarness) -> None:
     opened = await send(h, "ui.open", {"instance_id": "s1", "app": APP, "state": {"n": 1}})
-    record = await h.db.ui_surface(C1.id, "s1")
+    record = await h.db.db.read(ui_surfaces.record_of, C1.id, "s1")
     assert record is not None
     assert (record.open_envelope_id, record.status, record.surface_id) == (opened, "open", "card")
     await send(h, "ui.patch", {"instance_id": "s1", "state": {"n": 2}})
-    record = await h.db.ui_surface(C1.id, "s1")
+    record = await h.db.db.read(ui_surfaces.record_of, C1.id, "s1")
     assert record is not None and msgspec.json.decode(record.state) == {"n": 2}
     item = await h.db.item(C1.id, opened)
     assert item is not None and item.surface == record  # the ui.open row shows it as it is
     await send(h, "ui.close", {"instance_id": "s1", "reason": "done"})
-    assert await h.db.ui_surface(C1.id, "s1") is None
+    assert await h.db.db.read(ui_surfaces.record_of, C1.id, "s1") is None
     closed = await h.db.item(C1.id, opened)
     assert closed is not None and closed.surface is not None
     assert (closed.surface.status, closed.surface.reason) == ("closed", "done")
@@ -87,7 +87,7 @@ async def test_what_is_not_installed_is_unavailable(h: RouterHarness, app: dict[
     item = await h.db.item(C1.id, opened)
     assert item is not None and item.surface is not None
     assert item.surface.status == "unavailable"
-    assert await h.db.ui_surface(C1.id, "s1") is None  # nothing open to patch
+    assert await h.db.db.read(ui_surfaces.record_of, C1.id, "s1") is None  # nothing open to patch
 
 
 async def test_a_disabled_app_is_unavailable(h: RouterHarness) -> None:
@@ -111,9 +111,9 @@ async def test_inline_bundles_need_dev_mode_an_allowlist_and_a_matching_digest(
         h, "ui.open", {"instance_id": "i3", "app": {**app, "integrity": good}}, frozenset({good})
     )
     assert errors(h) == [("surface_unavailable", first), ("surface_invalid", second)]
-    record = await h.db.ui_surface(C1.id, "i3")
+    record = await h.db.db.read(ui_surfaces.record_of, C1.id, "i3")
     assert record is not None and record.inline
-    assert await h.db.ui_inline_parts(C1.id, third) == INLINE
+    assert await h.db.db.read(ui_surfaces.inline_parts, C1.id, third) == INLINE
 
 
 async def test_patch_or_close_of_what_is_not_open(h: RouterHarness) -> None:
@@ -127,7 +127,7 @@ async def test_a_second_open_replaces_the_first(h: RouterHarness) -> None:
     second = await send(h, "ui.open", {"instance_id": "s1", "app": APP, "state": {"v": 2}})
     old = await h.db.item(C1.id, first)
     assert old is not None and old.surface is not None and old.surface.status == "replaced"
-    record = await h.db.ui_surface(C1.id, "s1")
+    record = await h.db.db.read(ui_surfaces.record_of, C1.id, "s1")
     assert record is not None and record.open_envelope_id == second
 
 
@@ -145,7 +145,7 @@ async def test_events_declared_by_the_surface_reach_the_agent(h: RouterHarness) 
         await h.db.ui_event(C1.id, "ghost", "ping", {})
     assert refused.value.code == "app_instance_not_found"
     await h.db.ui_event(C1.id, "s1", "close", {})
-    assert await h.db.ui_surface(C1.id, "s1") is None
+    assert await h.db.db.read(ui_surfaces.record_of, C1.id, "s1") is None
     events = [q.payload for q in queued(h.path) if q.type == "lineup.v1.ui.event"]
     assert events == [
         {"instance_id": "s1", "event": "ping", "data": {"n": 1}},

@@ -20,7 +20,7 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +121,6 @@ class DesktopHost:
         self.gui = gui
         self._waiting = waiting
         self._changed = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
 
     def handles(self, capability: str) -> bool:
         return self.providers.handles(capability)
@@ -129,17 +128,18 @@ class DesktopHost:
     async def run(self, capability: str, arguments: dict[str, Any]) -> NativeOutcome | None:
         return await self.providers.run(capability, arguments)
 
-    def attach(self, runtime: Runtime) -> None:
+    def attach(self, runtime: Runtime) -> Coroutine[Any, Any, None]:
+        """Follow the Runtime: the badge, as one of the Web Host's jobs."""
         runtime.subscribe(lambda _: self._changed.set())
         self._changed.set()
-        self._task = asyncio.create_task(self._badge(runtime))
+        return self._badge(runtime)
 
     async def _badge(self, runtime: Runtime) -> None:
         shown = -1
         while True:
             await self._changed.wait()
             self._changed.clear()
-            questions = await runtime.store.pending_interactions()
+            questions = await runtime.pending_interactions()
             calls = await runtime.capabilities.open_calls()
             count = len(questions) + sum(c.state is CallState.AWAITING_CONSENT for c in calls)
             if count != shown:

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import html
 import logging
-from collections.abc import Iterable, MutableMapping
+from collections.abc import AsyncIterator, Iterable, MutableMapping
 from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
@@ -38,15 +38,15 @@ from lineup.runtime import (
     TimelineItem,
     ToolCallsChanged,
 )
-from lineup.runtime.apps import sessions_view
 from lineup.runtime.events import AppsChanged
+from lineup.runtime.host_sessions import SESSION_TTL
 
 from . import channel
 from .app_centre import AppCentreHost, AppCentreTab
 from .app_surfaces import AppSurfaces
 from .capabilities import CapabilityTab, HostCapabilities
+from .jobs import HostJobs
 from .native import NativeHost
-from .sessions import COOKIE, SESSION_TTL, HostSessions
 from .surface import SurfaceOrigin
 from .views import apps_view, group_view, in_group, item_view
 
@@ -55,6 +55,9 @@ log = logging.getLogger("lineup.host")
 _frames = msgspec.json.Decoder(channel.ShellFrame)
 _encode = msgspec.json.encode
 PAGE = 50
+COOKIE = "lineup_session"
+"""The browser session's cookie (HttpOnly, SameSite=Strict); its secret's hash is kept
+by the Runtime (``Runtime.host_sessions``)."""
 
 
 def csp(frame_origins: Iterable[str] = ()) -> str:
@@ -119,20 +122,27 @@ class WebHost:
         self.runtime = runtime
         self.server_url = server_url
         self.allowed_hosts = frozenset(allowed_hosts)
-        self.sessions = HostSessions(runtime.store)
+        self.sessions = runtime.host_sessions
+        """Browser sessions and one-time login links (the Runtime keeps them)."""
+        self.jobs = HostJobs()
+        """Background work of this host, in one task group while it serves."""
         self.surfaces = SurfaceOrigin(sorted(self.origins()), port=surface_port)
         """The surface origin: mounted surface documents, each served once."""
-        self.app_surfaces = AppSurfaces(runtime, self.surfaces)
+        self.app_surfaces = AppSurfaces(runtime, self.surfaces, self.jobs)
         """App instances' surfaces: mounts, SDK requests, taking them down on close."""
-        self.capabilities = HostCapabilities(runtime, native)
+        self.capabilities = HostCapabilities(runtime, self.jobs, native)
         """Capability calls: the consent dialog's frames, providers, uploads, downloads."""
         self.app_centre = AppCentreHost(runtime)
         """The App centre: installed and offered apps, install/update/enable/remove."""
-        self._actions: set[asyncio.Task[None]] = set()
 
-    async def start(self) -> None:
-        """Before serving: attach the capabilities this host provides."""
-        await self.capabilities.start()
+    @contextlib.asynccontextmanager
+    async def serving(self) -> AsyncIterator[None]:
+        """While the host serves: its background jobs run (cancelled and awaited on
+        exit, before the Runtime closes), and the capabilities it provides are
+        attached before the first request."""
+        async with self.jobs.running():
+            await self.capabilities.start()
+            yield
 
     def origins(self) -> frozenset[str]:
         return frozenset(f"http://{host}" for host in self.allowed_hosts)
@@ -279,11 +289,11 @@ class WebHost:
     async def _send_groups(self, changes: _GroupChanges, outbox: asyncio.Queue[bytes]) -> None:
         """Each time sub-sessions changed: read them back and send their groups. A
         change during the read marks them again, so the last frame is never stale."""
-        store = self.runtime.store
+        runtime = self.runtime
         while True:
             sessions, instances = await changes.take()
-            found = await sessions_view.read_groups_by_id(store, sessions)
-            found += await sessions_view.read_groups_of_instances(store, instances)
+            found = await runtime.app_session_groups_by_id(sessions)
+            found += await runtime.app_session_groups_of_instances(instances)
             unique = {g.id: g for g in found}
             if unique:
                 frame = channel.AppSessionsChanged(
@@ -326,10 +336,9 @@ class WebHost:
                 continue
             if isinstance(frame, channel.AppsAction):
                 # A download or a catalog fetch may take seconds: the tab's other
-                # frames go on meanwhile, and the receipt follows when it is done.
-                task = asyncio.create_task(self._act(frame, outbox))
-                self._actions.add(task)
-                task.add_done_callback(self._actions.discard)
+                # frames go on meanwhile, and the receipt follows when it is done. The
+                # host owns it, not the tab: an install goes on when its tab closes.
+                self.jobs.start(self._act(frame, outbox), "apps_action")
                 continue
             await outbox.put(await self._answer(frame))
 
@@ -342,19 +351,17 @@ class WebHost:
         runtime = self.runtime
         if isinstance(frame, channel.Hello):
             session = runtime.session
-            conversations = await runtime.store.conversations()
+            conversations = await runtime.conversations()
             items: list[channel.ItemView] = []
-            unread = {
-                (i.conversation_id, i.envelope_id) for i in await runtime.store.inbox(DEFAULT_SCOPE)
-            }
+            unread = await runtime.unread(DEFAULT_SCOPE)
             groups: list[channel.AppSessionView] = []
             complete: list[str] = []
             for conversation in conversations:
-                timeline = await runtime.store.timeline(conversation.id, limit=PAGE)
+                timeline = await runtime.history(conversation.id, limit=PAGE)
                 items.extend(_views(timeline, unread))
                 if sum(1 for i in timeline if i.seq is not None) < PAGE:
                     complete.append(conversation.id)  # hidden rows count: nothing older
-                found = await sessions_view.read_groups(runtime.store, conversation.id)
+                found = await runtime.app_session_groups(conversation.id)
                 groups.extend(group_view(g) for g in found)
             return _encode(
                 channel.Snapshot(
@@ -390,14 +397,14 @@ class WebHost:
         if isinstance(frame, channel.AppEventFrame):
             return _encode(await self.app_surfaces.app_event(frame))
         if isinstance(frame, channel.SendMessage):
-            known = {c.id for c in await runtime.store.conversations()}
+            known = {c.id for c in await runtime.conversations()}
             if frame.conversation_id not in known:
                 return _encode(channel.ChannelError("not_found", "no such conversation"))
             await runtime.send_message(frame.conversation_id, frame.text)
             return b""
         if isinstance(frame, channel.Seen):
-            await runtime.store.inbox_ack_envelopes(
-                DEFAULT_SCOPE, frame.conversation_id, frame.envelope_ids
+            await runtime.mark_seen(
+                frame.conversation_id, frame.envelope_ids, app_scope=DEFAULT_SCOPE
             )
             return b""
         if isinstance(frame, channel.Answer):
@@ -423,13 +430,11 @@ class WebHost:
                 return _encode(channel.ChannelError("not_failed", "nothing to retry"))
             return b""
         assert isinstance(frame, channel.History)  # capability, app centre frames: their tabs
-        page = await runtime.store.timeline(
-            frame.conversation_id, before_seq=frame.before_seq, limit=PAGE
-        )
+        page = await runtime.history(frame.conversation_id, before_seq=frame.before_seq, limit=PAGE)
         return _encode(
             channel.HistoryPage(
                 conversation_id=frame.conversation_id,
-                items=_views(page, set()),
+                items=_views(page, frozenset()),
                 complete=len(page) < PAGE,
             )
         )
@@ -536,7 +541,9 @@ class _GroupChanges:
         return sessions, instances
 
 
-def _views(items: Iterable[TimelineItem], unread: set[tuple[str, str]]) -> list[channel.ItemView]:
+def _views(
+    items: Iterable[TimelineItem], unread: frozenset[tuple[str, str]]
+) -> list[channel.ItemView]:
     """Loose timeline rows: interactions of a sub-session are shown in its group."""
     items = [i for i in items if not in_group(i)]
     views = (item_view(i, unread=(i.conversation_id, i.envelope_id) in unread) for i in items)

@@ -18,7 +18,6 @@ the instance leaves the ``apps`` frame. Logs carry ids and codes only.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -31,6 +30,7 @@ from lineup.runtime.events import AppsChanged
 from lineup.runtime.ui_surfaces import UiEventRefused
 
 from . import channel
+from .jobs import HostJobs
 from .surface import SurfaceDocument, SurfaceOrigin, SurfaceRejected
 
 __all__ = ["AppSurfaces"]
@@ -39,12 +39,13 @@ log = logging.getLogger("lineup.host.surface")
 
 
 class AppSurfaces:
-    def __init__(self, runtime: Runtime, origin: SurfaceOrigin) -> None:
+    def __init__(self, runtime: Runtime, origin: SurfaceOrigin, jobs: HostJobs) -> None:
         self.runtime = runtime
         self.origin = origin
+        self.jobs = jobs
+        """Where a close runs: the Runtime's listener cannot wait for it."""
         self._instance_of: dict[str, str] = {}  # mount id -> instance id
         self._ui: dict[str, tuple[str, str, str]] = {}  # mount id -> (conv, instance, open id)
-        self._tasks: set[asyncio.Task[None]] = set()
         runtime.subscribe(self._on_event)
 
     def mounts_of(self, instance_id: str) -> list[str]:
@@ -96,11 +97,10 @@ class AppSurfaces:
                 url=url,
             )
 
-        store = self.runtime.store
-        record = await store.ui_surface(conversation_id, instance_id)
+        record = await self.runtime.ui_surface(conversation_id, instance_id)
         if record is None:
             return answer("app_instance_not_found")
-        inline = await store.ui_inline_parts(conversation_id, record.open_envelope_id)
+        inline = await self.runtime.ui_inline_parts(conversation_id, record.open_envelope_id)
         if inline is not None:
             html, css, js = inline
         else:
@@ -186,9 +186,7 @@ class AppSurfaces:
             return
         for effect in event.effects:
             if isinstance(effect, CloseSurfaces):
-                task = asyncio.get_running_loop().create_task(self._close(effect.instance_id))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self.jobs.start(self._close(effect.instance_id), "close_surfaces")
 
     async def _close(self, instance_id: str) -> None:
         """Take the instance's surfaces down, then tell the kernel the stop finished."""

@@ -24,7 +24,6 @@ import hmac
 import logging
 import re
 import secrets
-import sqlite3
 import unicodedata
 from collections.abc import Iterable
 from typing import Any
@@ -44,11 +43,11 @@ from lineup.runtime.capabilities.gateway import (
     CapabilityCall,
     CapabilityRefused,
     busy_or_final,
-    declared,
     result_envelope_id,
 )
 
 from . import channel
+from .jobs import HostJobs
 from .native import NativeHost, NativeOutcome
 
 __all__ = ["PROVIDED", "CapabilityTab", "HostCapabilities", "artifact_headers"]
@@ -99,26 +98,15 @@ def run_frame(call: CapabilityCall, upload_token: str = "") -> bytes:
     return _encode(channel.CapabilityRun(**view, upload_token=upload_token))
 
 
-def _artifact_calls(conn: sqlite3.Connection, conversation_id: str) -> dict[str, str]:
-    """Artifact id -> the ``app.result`` envelope of the agent call that made it (the
-    gateway's ``Artifact`` does not carry its call)."""
-    rows = conn.execute(
-        "SELECT a.id, c.result_envelope_id FROM artifacts a JOIN capability_calls c"
-        " ON c.conversation_id = a.conversation_id AND c.call_id = a.call_id"
-        " AND c.requester_kind = 'agent' WHERE a.conversation_id = ?",
-        (conversation_id,),
-    ).fetchall()
-    return {r[0]: r[1] for r in rows if r[1] is not None}
-
-
 class HostCapabilities:
     """The Web Host's side of the capability gateway (one per ``WebHost``)."""
 
-    def __init__(self, runtime: Runtime, native: NativeHost | None = None) -> None:
+    def __init__(self, runtime: Runtime, jobs: HostJobs, native: NativeHost | None = None) -> None:
         self.runtime = runtime
+        self.jobs = jobs
+        """Where native runs (and a desktop's own following job) live."""
         self.native = native
         """A desktop host's providers (``None`` in a browser: the tabs run everything)."""
-        self._native_runs: set[asyncio.Task[None]] = set()
         self._upload_tokens: dict[CallKey, str] = {}
         """``device.pick_file`` calls claimed here -> the claiming tab's upload token."""
         runtime.subscribe(self._on_event)
@@ -127,7 +115,9 @@ class HostCapabilities:
         """Attach: the Runtime declares these capabilities from now on."""
         await self.runtime.capabilities.provide(PROVIDED)
         if self.native is not None:
-            self.native.attach(self.runtime)
+            following = self.native.attach(self.runtime)
+            if following is not None:
+                self.jobs.start(following, "native_host")
 
     def tab(self, outbox: asyncio.Queue[bytes]) -> CapabilityTab:
         return CapabilityTab(self, outbox)
@@ -139,10 +129,9 @@ class HostCapabilities:
 
     def run_native(self, call: CapabilityCall, tab: CapabilityTab) -> None:
         """Run a call the tab just claimed with the native provider, in the background;
-        a provider that declines hands it to the tab after all."""
-        task = asyncio.create_task(self._run_native(call, tab))
-        self._native_runs.add(task)
-        task.add_done_callback(self._native_runs.discard)
+        a provider that declines hands it to the tab after all. The host owns the run,
+        not the tab: a native dialog stays up when the tab that claimed it closes."""
+        self.jobs.start(self._run_native(call, tab), "native_run")
 
     async def _run_native(self, call: CapabilityCall, tab: CapabilityTab) -> None:
         assert self.native is not None
@@ -198,7 +187,7 @@ class HostCapabilities:
             found = await self.runtime.capabilities.artifacts(conversation_id)
             if not found:
                 continue
-            envelopes = await self.runtime.store.db.read(_artifact_calls, conversation_id)
+            envelopes = await self.runtime.artifact_results(conversation_id)
             views.extend(
                 channel.ArtifactView(
                     artifact_id=a.id,
@@ -216,7 +205,7 @@ class HostCapabilities:
 
     async def grants(self) -> channel.GrantsFrame:
         gateway = self.runtime.capabilities
-        on = await self.runtime.store.db.read(declared)
+        on = await self.runtime.declared_capabilities()
         return channel.GrantsFrame(
             grants=[
                 channel.GrantView(requester=r, capability=c)

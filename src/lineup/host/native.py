@@ -16,6 +16,7 @@ gateway's claim is first-wins and its finish is once).
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -48,9 +49,11 @@ class NativeHost(Protocol):
     """What a desktop host offers the Web Host. Everything is called on the Web Host's
     event loop; an implementation hands UI work to its own UI thread."""
 
-    def attach(self, runtime: Runtime) -> None:
+    def attach(self, runtime: Runtime) -> Coroutine[Any, Any, None] | None:
         """The Web Host starts: the desktop may follow the Runtime's events (to badge
-        what waits for the person, say)."""
+        what waits for the person, say). A job it returns runs among the Web Host's
+        own (``lineup.host.jobs``): cancelled when the host stops, and its failure is
+        logged by type instead of lost."""
         ...
 
     def handles(self, capability: str) -> bool: ...

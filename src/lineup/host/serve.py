@@ -45,8 +45,13 @@ class HostServer:
         self.surfaces.should_exit = value
 
     async def serve(self) -> None:
-        if self.web is not None:
-            await self.web.start()  # the host's capabilities, declared before serving
+        if self.web is None:
+            await self._listen()
+            return
+        async with self.web.serving():  # its jobs live, its capabilities are declared
+            await self._listen()
+
+    async def _listen(self) -> None:
         async with asyncio.TaskGroup() as tg:
             tg.create_task(self.surfaces.serve())
             tg.create_task(self.shell.serve())

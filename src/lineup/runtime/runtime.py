@@ -14,7 +14,7 @@ import contextlib
 import logging
 import os
 import uuid
-from collections.abc import Callable, Collection, Coroutine
+from collections.abc import Callable, Collection, Coroutine, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,7 @@ from lineup.protocol.interactions import MAX_INPUT_CHARS, TOOL_IDS, Interaction,
 from lineup.protocol.interactions import inventory as build_inventory
 from lineup.protocol.payloads import ClientInventory
 
-from . import receive
+from . import receive, ui_surfaces
 from .apps import registry
 from .apps.app_api import AppApi
 from .apps.focus import CancelBoundTools
@@ -52,6 +52,13 @@ from .apps.installer import CATALOG_INTERVAL, AppDelivery
 from .apps.kernel import AppKernel
 from .apps.registry import INITIAL_REVISION, AppRegistry
 from .apps.router import ToolRouter
+from .apps.sessions_view import (
+    AppSessionGroup,
+    read_groups,
+    read_groups_by_id,
+    read_groups_of_instances,
+)
+from .capabilities import queries as capability_queries
 from .capabilities.gateway import CapabilityGateway
 from .events import (
     AppsChanged,
@@ -61,6 +68,7 @@ from .events import (
     RuntimeEvent,
     ToolCallsChanged,
 )
+from .host_sessions import HostSessions
 from .interaction_store import Outcome
 from .records import (
     ConversationInfo,
@@ -69,6 +77,7 @@ from .records import (
     OutboxItem,
     Received,
     Session,
+    SurfaceRecord,
     TimelineItem,
     ToolCallIntent,
 )
@@ -458,7 +467,9 @@ class Runtime:
         """The person acted in a surface the agent opened: send the agent a
         ``lineup.v1.ui.event`` (``close`` also ends the surface). Raises
         ``ui_surfaces.UiEventRefused`` with a stable code."""
-        await self.store.ui_event(conversation_id, instance_id, name, data)
+        await self.store.db.write(
+            ui_surfaces.event, conversation_id, instance_id, name, data, self._stamp()
+        )
 
     async def app_event(self, instance_id: str, name: str, data: dict[str, Any]) -> None:
         """The person acted in a MiniApp instance's surface and the app reported it
@@ -467,8 +478,14 @@ class Runtime:
         record = self.apps.record(instance_id)
         if record is None or record.conversation_id is None:
             raise UiEventRefused(ErrorCode.APP_INSTANCE_NOT_FOUND.value)
-        await self.store.app_event(
-            record.conversation_id, instance_id, record.app_scope, name, data
+        await self.store.db.write(
+            ui_surfaces.app_event,
+            record.conversation_id,
+            instance_id,
+            record.app_scope,
+            name,
+            data,
+            self._stamp(),
         )
 
     async def grant_capability(
@@ -596,6 +613,83 @@ class Runtime:
             )
             moved = await self.store.db.write(receive.apply_batch, batch, context)
             self._cursors.update(moved)
+
+    # --- the hosts' face --------------------------------------------------------------------
+    # What hosts (the Web Host, the desktop, the CLI) ask the Runtime, named for the
+    # question. A host never holds the store or its connection: each answer here is a thin
+    # call to the store or to the module that owns those rows. The public components
+    # (``apps``, ``app_api``, ``capabilities``, ``delivery``, ``registry``, ``tools``) are
+    # asked directly, not through here (docs/decisions.md, "The Runtime's face").
+
+    async def conversations(self) -> list[ConversationInfo]:
+        """Every conversation this Runtime knows."""
+        return await self.store.conversations()
+
+    async def history(
+        self, conversation_id: str, *, before_seq: int | None = None, limit: int = 50
+    ) -> list[TimelineItem]:
+        """A page of a conversation's timeline: the newest ``limit`` rows (older than
+        ``before_seq``), oldest first, rows not yet sent last."""
+        return await self.store.timeline(conversation_id, before_seq=before_seq, limit=limit)
+
+    async def unread(self, app_scope: str = DEFAULT_SCOPE) -> frozenset[tuple[str, str]]:
+        """(conversation id, envelope id) of what ``app_scope``'s inbox still holds: for
+        Interact, the agent's messages no tab has shown yet."""
+        return frozenset(
+            (i.conversation_id, i.envelope_id) for i in await self.store.inbox(app_scope)
+        )
+
+    async def mark_seen(
+        self, conversation_id: str, envelope_ids: Iterable[str], *, app_scope: str = DEFAULT_SCOPE
+    ) -> int:
+        """A tab showed these messages: ``app_scope``'s inbox lets them go. How many did."""
+        return await self.store.inbox_ack_envelopes(app_scope, conversation_id, list(envelope_ids))
+
+    async def app_session_groups(self, conversation_id: str) -> list[AppSessionGroup]:
+        """A conversation's app sub-sessions as the IM shows them (newest ones)."""
+        return await read_groups(self.store, conversation_id)
+
+    async def app_session_groups_by_id(
+        self, app_session_ids: Iterable[str]
+    ) -> list[AppSessionGroup]:
+        """These sub-sessions as the IM shows them (a tab is told when one changed)."""
+        return await read_groups_by_id(self.store, app_session_ids)
+
+    async def app_session_groups_of_instances(
+        self, instance_ids: Iterable[str]
+    ) -> list[AppSessionGroup]:
+        """The sub-sessions these app instances opened (an instance that opened or
+        closed changes its group)."""
+        return await read_groups_of_instances(self.store, instance_ids)
+
+    async def ui_surface(self, conversation_id: str, instance_id: str) -> SurfaceRecord | None:
+        """A surface an agent opened (``ui.open``) in a conversation."""
+        return await self.store.db.read(ui_surfaces.record_of, conversation_id, instance_id)
+
+    async def ui_inline_parts(
+        self, conversation_id: str, open_envelope_id: str
+    ) -> tuple[str, str, str] | None:
+        """The inline html, css and js an agent's ``ui.open`` carried (dev mode), if any."""
+        return await self.store.db.read(ui_surfaces.inline_parts, conversation_id, open_envelope_id)
+
+    async def pending_interactions(self) -> list[InteractionRecord]:
+        """The interactions still waiting for the person's answer."""
+        return await self.store.pending_interactions()
+
+    async def artifact_results(self, conversation_id: str) -> dict[str, str]:
+        """Artifact id -> the ``app.result`` envelope of the agent call that made it,
+        for a conversation's artifacts (the row that shows each one)."""
+        return await self.store.db.read(capability_queries.artifact_results, conversation_id)
+
+    async def declared_capabilities(self) -> frozenset[str]:
+        """The capabilities declared now: provided by an attached host, not revoked."""
+        return await self.store.db.read(capability_queries.declared_names)
+
+    @property
+    def host_sessions(self) -> HostSessions:
+        """The Web Host's browser sessions and one-time login links, kept in this
+        Runtime's store (the host holds the cookie, never the table)."""
+        return HostSessions(self.store)
 
 
 async def _logged(job: Coroutine[Any, Any, None]) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 from lineup.db import SQLiteDatabase
 from lineup.protocol.payloads import ClientInventory
 
-from . import interaction_store, migrations, ui_surfaces
+from . import interaction_store, migrations
 from .events import RuntimeEvent
 from .interaction_store import Outcome
 from .records import (
@@ -32,7 +32,6 @@ from .records import (
     InteractionRecord,
     OutboxItem,
     Session,
-    SurfaceRecord,
     TimelineItem,
 )
 from .tables import TIMELINE_SELECT, audit, get_item, queue, show, timeline_item
@@ -158,45 +157,10 @@ class RuntimeStore:
         """Put a ``failed`` envelope back in the outbox (``None`` if it is not failed)."""
         return await self._db.write(_retry_txn, conversation_id, envelope_id, self.now())
 
-    # --- surfaces an agent opened --------------------------------------------------------------
-
-    async def ui_event(
-        self, conversation_id: str, instance_id: str, name: str, data: dict[str, Any]
-    ) -> ui_surfaces.UiOutcome:
-        """The person's event from a surface (see ``ui_surfaces.event``)."""
-        return await self._db.write(
-            ui_surfaces.event, conversation_id, instance_id, name, data, self.now()
-        )
+    # --- the timeline -------------------------------------------------------------------------
 
     async def item(self, conversation_id: str, envelope_id: str) -> TimelineItem | None:
         return await self._db.read(get_item, conversation_id, envelope_id)
-
-    async def app_event(
-        self,
-        conversation_id: str,
-        instance_id: str,
-        app_scope: str,
-        name: str,
-        data: dict[str, Any],
-    ) -> ui_surfaces.UiOutcome:
-        """An event from an app instance's own surface (see ``ui_surfaces.app_event``)."""
-        return await self._db.write(
-            ui_surfaces.app_event,
-            conversation_id,
-            instance_id,
-            app_scope,
-            name,
-            data,
-            self.now(),
-        )
-
-    async def ui_surface(self, conversation_id: str, instance_id: str) -> SurfaceRecord | None:
-        return await self._db.read(ui_surfaces.record_of, conversation_id, instance_id)
-
-    async def ui_inline_parts(
-        self, conversation_id: str, open_envelope_id: str
-    ) -> tuple[str, str, str] | None:
-        return await self._db.read(ui_surfaces.inline_parts, conversation_id, open_envelope_id)
 
     # --- interactions ------------------------------------------------------------------------
 

@@ -1,8 +1,12 @@
-"""Browser sessions of the Web Host, kept in the Runtime's store.
+"""Browser sessions of the Web Host, kept in the Runtime's store (``host_sessions``).
 
 The AppServer token never reaches the browser. A browser holds only a random
 session cookie (HttpOnly, SameSite=Strict); a one-time login link holds a random
 single-use secret that becomes such a cookie. Only SHA-256 hashes are stored.
+
+The Web Host owns the cookie; the Runtime owns the table, so a host never holds the
+store or its connection: it asks ``Runtime.host_sessions`` (docs/decisions.md, "The
+Runtime's face").
 """
 
 from __future__ import annotations
@@ -13,9 +17,10 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from lineup.runtime.store import RuntimeStore
+from .store import RuntimeStore
 
-COOKIE = "lineup_session"
+__all__ = ["LINK_TTL", "SESSION_TTL", "HostSessions", "Kind"]
+
 SESSION_TTL = timedelta(days=7)
 LINK_TTL = timedelta(minutes=15)
 
@@ -27,6 +32,9 @@ def _hash(secret: str) -> str:
 
 
 class HostSessions:
+    """Create, check, redeem and end the Web Host's secrets. No state of its own:
+    everything is in the store, so any number of these over one store agree."""
+
     def __init__(self, store: RuntimeStore) -> None:
         self._store = store
 
