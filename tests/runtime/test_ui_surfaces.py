@@ -36,6 +36,13 @@ async def h(tmp_path: Path) -> AsyncIterator[RouterHarness]:
     await harness.close()
 
 
+async def ui_event(
+    h: RouterHarness, conversation_id: str, instance_id: str, name: str, data: dict[str, Any]
+) -> None:
+    """The person's event from a surface, in one writer transaction."""
+    await h.db.db.write(ui_surfaces.event, conversation_id, instance_id, name, data, h.db.now())
+
+
 async def send(
     h: RouterHarness, kind: str, payload: dict[str, Any], allow: frozenset[str] = frozenset()
 ) -> str:
@@ -133,18 +140,18 @@ async def test_a_second_open_replaces_the_first(h: RouterHarness) -> None:
 
 async def test_events_declared_by_the_surface_reach_the_agent(h: RouterHarness) -> None:
     await send(h, "ui.open", {"instance_id": "s1", "app": APP})
-    await h.db.ui_event(C1.id, "s1", "ping", {"n": 1})
+    await ui_event(h, C1.id, "s1", "ping", {"n": 1})
     for name, data, code in [
         ("undeclared", {}, "event_not_declared"),
         ("ping", {"big": "x" * 20_000}, "malformed_envelope"),
     ]:
         with pytest.raises(UiEventRefused) as refused:
-            await h.db.ui_event(C1.id, "s1", name, data)
+            await ui_event(h, C1.id, "s1", name, data)
         assert refused.value.code == code
     with pytest.raises(UiEventRefused) as refused:
-        await h.db.ui_event(C1.id, "ghost", "ping", {})
+        await ui_event(h, C1.id, "ghost", "ping", {})
     assert refused.value.code == "app_instance_not_found"
-    await h.db.ui_event(C1.id, "s1", "close", {})
+    await ui_event(h, C1.id, "s1", "close", {})
     assert await h.db.db.read(ui_surfaces.record_of, C1.id, "s1") is None
     events = [q.payload for q in queued(h.path) if q.type == "lineup.v1.ui.event"]
     assert events == [
@@ -152,4 +159,4 @@ async def test_events_declared_by_the_surface_reach_the_agent(h: RouterHarness) 
         {"instance_id": "s1", "event": "close"},
     ]
     with pytest.raises(UiEventRefused):  # closed: nothing more goes out
-        await h.db.ui_event(C1.id, "s1", "ping", {})
+        await ui_event(h, C1.id, "s1", "ping", {})

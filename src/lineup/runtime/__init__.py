@@ -2,6 +2,7 @@
 the standard interactions."""
 
 from .events import ConnectionChanged, RuntimeEvent, TimelineChanged, ToolCallsChanged
+from .receive import DEFAULT_SCOPE, INVENTORY, classify
 from .records import (
     AuditRow,
     ConversationInfo,
@@ -12,14 +13,7 @@ from .records import (
     Session,
     TimelineItem,
 )
-from .runtime import (
-    DEFAULT_SCOPE,
-    INVENTORY,
-    InteractionRefused,
-    NotLoggedIn,
-    Runtime,
-    classify,
-)
+from .runtime import InteractionRefused, NotLoggedIn, Runtime
 from .store import RuntimeStore
 
 __all__ = [

@@ -1,10 +1,12 @@
 """Receiving: what the Runtime does with each envelope the AppServer streams to it.
 
-One batch of received envelopes is one writer transaction (``apply_batch``): each new
-envelope gets its timeline row (and its inbox row, for an agent's content in an app
-scope), then the handler for its kind decides what it means, and the conversation's
-cursor moves past it. What the handlers queue, show and wake up follows the commit
-through the unit of work (``RuntimeTxn``); nothing here sends or notifies by hand.
+``classify`` first validates each frame outside any transaction (never raising: a
+rejection keeps its code). Then one batch of received envelopes is one writer
+transaction (``apply_batch``): each new envelope gets its timeline row (and its
+inbox row, for an agent's content in an app scope), then the handler for its kind
+decides what it means, and the conversation's cursor moves past it. What the
+handlers queue, show and wake up follows the commit through the unit of work
+(``RuntimeTxn``); nothing here sends or notifies by hand.
 
 - ``tool.call`` (``_tool_call``): an ordinary tool goes to the Tool Router
   (``apps.router.route``); a standard interaction starts
@@ -26,16 +28,38 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from lineup import wire
+from lineup.protocol import (
+    ErrorCode,
+    InteractionDismissEnvelope,
+    Rejection,
+    ToolCallEnvelope,
+    Unsupported,
+    decode,
+)
+from lineup.protocol.interactions import TOOL_IDS, Interaction, parse_arguments
+from lineup.protocol.interactions import inventory as build_inventory
+from lineup.protocol.payloads import ClientInventory
+
 from . import interaction_store, ui_surfaces
 from .apps import instance_store, router
+from .apps.registry import INITIAL_REVISION
 from .capabilities import gateway
 from .capabilities.calls import OPEN as CAPABILITY_OPEN
 from .events import ToolCallsChanged
-from .records import Received
+from .records import DismissIntent, Received, ToolCallIntent
 from .tables import audit, get_item, show
 from .txn import RuntimeTxn
 
-__all__ = ["HANDLERS", "Context", "apply_batch"]
+__all__ = ["DEFAULT_SCOPE", "HANDLERS", "INVENTORY", "Context", "apply_batch", "classify"]
+
+DEFAULT_SCOPE = "chat"
+"""Interact's app scope (spec 002 §2.1 keeps the compatible name ``chat``)."""
+
+INVENTORY = build_inventory(revision=INITIAL_REVISION)
+"""What a fresh Runtime advertises to agents: the four standard interactions, under the
+first revision (``inv-1``). ``Runtime.inventory`` is the current one: the registry adds
+enabled apps and bumps the revision whenever the content changes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,3 +219,79 @@ def _tell_readers(txn: RuntimeTxn, inboxed: set[tuple[str, str]]) -> None:
     )
     if readers:
         txn.emit(ToolCallsChanged(readers, "inbox"))
+
+
+# --- validating what arrives --------------------------------------------------------------
+
+
+def classify(
+    frame: wire.EnvelopeFrame,
+    known_scopes: frozenset[str],
+    inventory: ClientInventory = INVENTORY,
+) -> Received:
+    """Validate what the AppServer sent. Never raises: a rejection is recorded with its
+    code; a well-formed kind this version does not know is kept, to be shown as an
+    "unsupported message" row and never executed."""
+    conversation_id, seq, body = frame.conversation_id, frame.seq, bytes(frame.envelope)
+    result = decode(body)
+    if isinstance(result, Rejection):
+        return Received(conversation_id, seq, body, code=result.code.value)
+    if result.conversation_id != conversation_id:
+        return Received(conversation_id, seq, body, code=ErrorCode.MALFORMED_ENVELOPE.value)
+    if isinstance(result, Unsupported):
+        return Received(
+            conversation_id,
+            seq,
+            body,
+            envelope_id=result.id,
+            type=result.type,
+            sender_kind=result.sender.kind,
+        )
+    scope = (result.target.app_scope if result.target else None) or DEFAULT_SCOPE
+    if scope not in known_scopes:
+        return Received(conversation_id, seq, body, code=ErrorCode.APP_SCOPE_MISMATCH.value)
+    call: ToolCallIntent | None = None
+    dismiss: DismissIntent | None = None
+    if isinstance(result, ToolCallEnvelope):
+        call = _call_intent(result, inventory)
+    elif isinstance(result, InteractionDismissEnvelope):
+        p = result.payload
+        dismiss = DismissIntent(p.control_id, p.call_id, result.sender.id, result.id)
+    for_interact = result.sender.kind == "agent" and dismiss is None  # a control, not content
+    return Received(
+        conversation_id,
+        seq,
+        body,
+        envelope_id=result.id,
+        type=result.type,
+        sender_kind=result.sender.kind,
+        app_scope=scope if for_interact else None,
+        call=call,
+        dismiss=dismiss,
+    )
+
+
+def _call_intent(envelope: ToolCallEnvelope, inventory: ClientInventory) -> ToolCallIntent:
+    """Everything about a tool call that can be checked without the store."""
+    p = envelope.payload
+    context = p.app_session_context.app_session_id if p.app_session_context else None
+    refusal: Rejection | None = None
+    parsed: Interaction | None = None
+    if p.tool not in TOOL_IDS:
+        # An ordinary tool: the Tool Router checks it in the apply transaction, against
+        # the stored inventory and registry.
+        return ToolCallIntent(p.call_id, envelope.sender.id, context, None, None)
+    if p.inventory_revision != inventory.revision:
+        refusal = Rejection(
+            code=ErrorCode.INVENTORY_REVISION_MISMATCH,
+            message=f"the current inventory revision is {inventory.revision}",
+        )
+    elif not any(t.id == p.tool and t.handling == "interactive" for t in inventory.tools):
+        refusal = Rejection(code=ErrorCode.TOOL_NOT_ADVERTISED, message="no such tool")
+    else:
+        checked = parse_arguments(p.tool, p.arguments)
+        if isinstance(checked, Rejection):
+            refusal = checked
+        else:
+            parsed = checked
+    return ToolCallIntent(p.call_id, envelope.sender.id, context, parsed, refusal)

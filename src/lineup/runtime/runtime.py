@@ -19,9 +19,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
-import msgspec
-
 from lineup import wire
 from lineup.client import AuthenticationFailed, Backoff, ClientClosed, Connection, SendRejected
 from lineup.client.connection import ConnectionState, stream_url
@@ -29,28 +26,23 @@ from lineup.delivery.cache import VerifiedCache
 from lineup.delivery.catalog import CatalogClient
 from lineup.protocol import (
     ErrorCode,
-    ErrorResponse,
-    InteractionDismissEnvelope,
     MessageEnvelope,
     Rejection,
     Sender,
-    ToolCallEnvelope,
-    Unsupported,
     decode,
     encode,
     payloads,
 )
-from lineup.protocol.interactions import MAX_INPUT_CHARS, TOOL_IDS, Interaction, parse_arguments
-from lineup.protocol.interactions import inventory as build_inventory
+from lineup.protocol.interactions import MAX_INPUT_CHARS
 from lineup.protocol.payloads import ClientInventory
 
-from . import receive, ui_surfaces
+from . import appserver_api, receive, ui_surfaces
 from .apps import registry
 from .apps.app_api import AppApi
 from .apps.focus import CancelBoundTools
 from .apps.installer import CATALOG_INTERVAL, AppDelivery
 from .apps.kernel import AppKernel
-from .apps.registry import INITIAL_REVISION, AppRegistry
+from .apps.registry import AppRegistry
 from .apps.router import ToolRouter
 from .apps.sessions_view import (
     AppSessionGroup,
@@ -70,16 +62,15 @@ from .events import (
 )
 from .host_sessions import HostSessions
 from .interaction_store import Outcome
+from .receive import DEFAULT_SCOPE, INVENTORY, classify
 from .records import (
     ConversationInfo,
-    DismissIntent,
     InteractionRecord,
     OutboxItem,
     Received,
     Session,
     SurfaceRecord,
     TimelineItem,
-    ToolCallIntent,
 )
 from .store import RuntimeStore, upsert_conversation_txn
 from .tables import has_session
@@ -88,18 +79,11 @@ from .ui_surfaces import UiEventRefused
 
 log = logging.getLogger("lineup.runtime")
 
-DEFAULT_SCOPE = "chat"
-"""Interact's app scope (spec 002 §2.1 keeps the compatible name ``chat``)."""
-
 STORE_FILE = "runtime.sqlite3"
 LOCK_FILE = "runtime.lock"
 VERIFIED_CACHE_DIR = "apps/verified"
 """Under the data dir: signed MiniApp artifacts that passed verification."""
 
-INVENTORY = build_inventory(revision=INITIAL_REVISION)
-"""What a fresh Runtime advertises to agents: the four standard interactions, under the
-first revision (``inv-1``). ``Runtime.inventory`` is the current one: the registry adds
-enabled apps and bumps the revision whenever the content changes."""
 
 MAX_DRAFTS = 1000
 MAX_EXPIRY_WAIT_S = 60.0
@@ -281,17 +265,7 @@ class Runtime:
 
     async def login(self, server_url: str, username: str, password: str) -> Session:
         """Log in to the AppServer; the token is stored here and never given out."""
-        async with httpx.AsyncClient(base_url=server_url, timeout=30) as http:
-            response = await http.post(
-                "/v1/login", json={"username": username, "password": password}
-            )
-        if response.status_code != 200:
-            error = msgspec.json.decode(response.content, type=ErrorResponse).error
-            if response.status_code == 401:
-                raise AuthenticationFailed(error.message)
-            raise SendRejected(error)
-        body = msgspec.json.decode(response.content, type=wire.LoginResponse)
-        self.session = Session(server_url.rstrip("/"), username, body.user_id, body.token)
+        self.session = await appserver_api.login(server_url, username, password)
         await self.store.save_session(self.session)
         self.logged_in.set()
         return self.session
@@ -301,30 +275,15 @@ class Runtime:
             raise NotLoggedIn("log in to an AppServer first")
         return self.session
 
-    def _http(self) -> httpx.AsyncClient:
-        session = self._session()
-        return httpx.AsyncClient(
-            base_url=session.server_url,
-            headers={"Authorization": f"Bearer {session.token}"},
-            timeout=30,
-        )
-
     # --- conversations ----------------------------------------------------------------------
 
     async def open_conversation(
         self, agent_id: str, *, conversation_id: str | None = None, title: str = ""
     ) -> ConversationInfo:
         """Create (or, with the same id, find) a conversation with ``agent_id``."""
-        body = wire.CreateConversation(agent_id=agent_id, id=conversation_id, title=title)
-        async with self._http() as http:
-            response = await http.post(
-                "/v1/conversations",
-                content=msgspec.json.encode(body),
-                headers={"Content-Type": "application/json"},
-            )
-        if response.status_code >= 400:
-            raise SendRejected(msgspec.json.decode(response.content, type=ErrorResponse).error)
-        record = msgspec.json.decode(response.content, type=wire.Conversation)
+        record = await appserver_api.create_conversation(
+            self._session(), agent_id, conversation_id, title
+        )
         await self._conversation_known(record.id, record.agent_id, record.title)
         return ConversationInfo(record.id, record.agent_id, record.title, 0)
 
@@ -332,19 +291,7 @@ class Runtime:
         """Learn the conversations the AppServer has for this user. Best effort: with
         the AppServer down or failing, the Runtime starts anyway (its outbox waits,
         and the stream announces conversations once it connects)."""
-        try:
-            async with self._http() as http:
-                response = await http.get("/v1/conversations")
-        except httpx.HTTPError as exc:
-            log.warning("conversation list not fetched", extra={"error": type(exc).__name__})
-            return
-        if response.status_code == 401:
-            raise AuthenticationFailed("the AppServer refused the stored session")
-        if response.status_code != 200:
-            log.warning("conversation list not fetched", extra={"status": response.status_code})
-            return
-        listing = msgspec.json.decode(response.content, type=wire.ConversationList)
-        for record in listing.conversations:
+        for record in await appserver_api.list_conversations(self._session()) or []:
             await self.store.upsert_conversation(record.id, record.agent_id, record.title)
 
     # --- sending ----------------------------------------------------------------------------
@@ -710,76 +657,3 @@ def _conversation_txn(
     upsert_conversation_txn(txn, conversation_id, agent_id, title, now)
     if has_session(txn):  # nobody to publish as before a login
         registry.publish_to(txn, conversation_id, inventory, now)
-
-
-def classify(
-    frame: wire.EnvelopeFrame,
-    known_scopes: frozenset[str],
-    inventory: ClientInventory = INVENTORY,
-) -> Received:
-    """Validate what the AppServer sent. Never raises: a rejection is recorded with its
-    code; a well-formed kind this version does not know is kept, to be shown as an
-    "unsupported message" row and never executed."""
-    conversation_id, seq, body = frame.conversation_id, frame.seq, bytes(frame.envelope)
-    result = decode(body)
-    if isinstance(result, Rejection):
-        return Received(conversation_id, seq, body, code=result.code.value)
-    if result.conversation_id != conversation_id:
-        return Received(conversation_id, seq, body, code=ErrorCode.MALFORMED_ENVELOPE.value)
-    if isinstance(result, Unsupported):
-        return Received(
-            conversation_id,
-            seq,
-            body,
-            envelope_id=result.id,
-            type=result.type,
-            sender_kind=result.sender.kind,
-        )
-    scope = (result.target.app_scope if result.target else None) or DEFAULT_SCOPE
-    if scope not in known_scopes:
-        return Received(conversation_id, seq, body, code=ErrorCode.APP_SCOPE_MISMATCH.value)
-    call: ToolCallIntent | None = None
-    dismiss: DismissIntent | None = None
-    if isinstance(result, ToolCallEnvelope):
-        call = _call_intent(result, inventory)
-    elif isinstance(result, InteractionDismissEnvelope):
-        p = result.payload
-        dismiss = DismissIntent(p.control_id, p.call_id, result.sender.id, result.id)
-    for_interact = result.sender.kind == "agent" and dismiss is None  # a control, not content
-    return Received(
-        conversation_id,
-        seq,
-        body,
-        envelope_id=result.id,
-        type=result.type,
-        sender_kind=result.sender.kind,
-        app_scope=scope if for_interact else None,
-        call=call,
-        dismiss=dismiss,
-    )
-
-
-def _call_intent(envelope: ToolCallEnvelope, inventory: ClientInventory) -> ToolCallIntent:
-    """Everything about a tool call that can be checked without the store."""
-    p = envelope.payload
-    context = p.app_session_context.app_session_id if p.app_session_context else None
-    refusal: Rejection | None = None
-    parsed: Interaction | None = None
-    if p.tool not in TOOL_IDS:
-        # An ordinary tool: the Tool Router checks it in the apply transaction, against
-        # the stored inventory and registry.
-        return ToolCallIntent(p.call_id, envelope.sender.id, context, None, None)
-    if p.inventory_revision != inventory.revision:
-        refusal = Rejection(
-            code=ErrorCode.INVENTORY_REVISION_MISMATCH,
-            message=f"the current inventory revision is {inventory.revision}",
-        )
-    elif not any(t.id == p.tool and t.handling == "interactive" for t in inventory.tools):
-        refusal = Rejection(code=ErrorCode.TOOL_NOT_ADVERTISED, message="no such tool")
-    else:
-        checked = parse_arguments(p.tool, p.arguments)
-        if isinstance(checked, Rejection):
-            refusal = checked
-        else:
-            parsed = checked
-    return ToolCallIntent(p.call_id, envelope.sender.id, context, parsed, refusal)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -112,10 +113,37 @@ RISKS = ("display_only", "user_confirmation", "system_permission", "restricted")
 _CAPABILITY = re.compile(CAPABILITY_NAME_PATTERN)
 _VERSION = re.compile(CAPABILITY_VERSION_PATTERN)
 
-_CACHE_SIZE = 64
-_manifests: OrderedDict[str, AppManifest] = OrderedDict()
-"""Loaded manifests by the digest of their canonical bytes (a store only ever holds
-valid bytes, so they are loaded and compiled once per process)."""
+
+class _ManifestCache:
+    """Loaded manifests by the digest of their canonical bytes (a store only ever holds
+    valid bytes, so they are loaded and compiled once per process). Content-addressed,
+    so sharing it between stores is safe; locked, because the writer thread and the
+    reader threads all load manifests."""
+
+    def __init__(self, size: int = 64) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[str, AppManifest] = OrderedDict()
+
+    def load(self, body: bytes, digest: str) -> AppManifest:
+        with self._lock:
+            cached = self._entries.get(digest)
+            if cached is not None:
+                self._entries.move_to_end(digest)
+                return cached
+        manifest = load_manifest(body)  # outside the lock: compiling takes a while
+        self.put(digest, manifest)
+        return manifest
+
+    def put(self, digest: str, manifest: AppManifest) -> None:
+        with self._lock:
+            self._entries[digest] = manifest
+            self._entries.move_to_end(digest)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+
+
+_manifests = _ManifestCache()
 
 
 class RegistryError(Exception):
@@ -171,15 +199,7 @@ def _digest(body: bytes) -> str:
 
 
 def _manifest(body: bytes, digest: str) -> AppManifest:
-    cached = _manifests.get(digest)
-    if cached is not None:
-        _manifests.move_to_end(digest)
-        return cached
-    manifest = load_manifest(body)
-    _manifests[digest] = manifest
-    while len(_manifests) > _CACHE_SIZE:
-        _manifests.popitem(last=False)
-    return manifest
+    return _manifests.load(body, digest)
 
 
 # --- transaction and query functions ----------------------------------------------------------
@@ -296,7 +316,7 @@ def install(
             "INSERT INTO app_files (app_id, version, path, body) VALUES (?, ?, ?, ?)",
             [(manifest.id, manifest.version, path, data) for path, data in (files or {}).items()],
         )
-        _manifests[digest] = manifest
+        _manifests.put(digest, manifest)
     enabled = enable or (current is not None and current.enabled)
     txn.execute(
         "INSERT INTO apps (app_id, app_scope, kind, version, enabled, updated_at)"
