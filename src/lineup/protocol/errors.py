@@ -87,6 +87,7 @@ class ErrorCode(StrEnum):
     # App registry: refusals of the App centre's actions (``apps_receipt``).
     APP_NOT_FOUND = "app_not_found"
     APP_UNSIGNED = "app_unsigned"
+    APP_VERSION_CONFLICT = "app_version_conflict"
     APP_KIND_CONFLICT = "app_kind_conflict"
     APP_SCOPE_CONFLICT = "app_scope_conflict"
     APP_UNAVAILABLE = "app_unavailable"
