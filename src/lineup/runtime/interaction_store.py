@@ -326,7 +326,15 @@ def answer(
 ) -> Outcome:
     record = get(conn, interaction_id)
     if record is None or record.conversation_id != conversation_id:
-        audit(conn, now, "user", "answer", interaction_id[:64], "refused", "interaction_not_found")
+        audit(
+            conn,
+            now,
+            "user",
+            "answer",
+            interaction_id[:64],
+            "refused",
+            ErrorCode.INTERACTION_NOT_FOUND,
+        )
         return Outcome(None, code=ErrorCode.INTERACTION_NOT_FOUND)
     return act(conn, record, Event.ANSWER, now, actor="user", answer=value)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lineup.db import SQLiteDatabase
+from lineup.protocol.errors import ErrorCode
 from lineup.protocol.payloads import ClientInventory
 
 from . import interaction_store, migrations, ui_surfaces
@@ -447,7 +448,7 @@ def _apply_received_txn(
                 (
                     item.conversation_id,
                     item.seq,
-                    item.code or "malformed_envelope",
+                    item.code or ErrorCode.MALFORMED_ENVELOPE.value,
                     len(item.body),
                     now,
                 ),

@@ -32,6 +32,7 @@ from lineup.delivery.errors import DeliveryError, DeliveryErrorCode
 from lineup.delivery.keys import PublicKey
 from lineup.delivery.release import Release, decode_release, encode_release
 from lineup.delivery.verify import Verified, verify
+from lineup.protocol import ErrorCode
 
 from .. import ui_surfaces
 from ..records import OutboxItem
@@ -219,7 +220,7 @@ def record_verified(
             verified=True,
         )
     except registry.RegistryError as exc:
-        if exc.code == "app_version_conflict":
+        if exc.code == ErrorCode.APP_VERSION_CONFLICT:
             raise DeliveryError(DeliveryErrorCode.VERSION_CONFLICT, exc.message) from None
         raise
     if stored is None:
@@ -278,7 +279,7 @@ def revoke_version(
         return [], [], []
     if entry.version != version:
         return [], [], []
-    return _fall_back(conn, [entry], "version_revoked", now, cache, kernel)
+    return _fall_back(conn, [entry], DeliveryErrorCode.VERSION_REVOKED, now, cache, kernel)
 
 
 def revoke_key(
@@ -304,7 +305,7 @@ def revoke_key(
     ).fetchall()
     found = [registry.entries_by_id(conn, r[0]) for r in rows]
     affected = [e for e in found if e is not None]
-    return _fall_back(conn, affected, "key_revoked", now, cache, kernel)
+    return _fall_back(conn, affected, DeliveryErrorCode.KEY_REVOKED, now, cache, kernel)
 
 
 def _fall_back(
@@ -382,9 +383,11 @@ def remove_app(
     (``app_not_removable``; disable them instead)."""
     entry = registry.entries_by_id(conn, app_id)
     if entry is None:
-        raise registry.RegistryError("app_not_found", "no such app")
+        raise registry.RegistryError(ErrorCode.APP_NOT_FOUND, "no such app")
     if entry.kind != "installed":
-        raise registry.RegistryError("app_not_removable", "a built-in app can only be disabled")
+        raise registry.RegistryError(
+            ErrorCode.APP_NOT_REMOVABLE, "a built-in app can only be disabled"
+        )
     closes = [] if kernel is None else kernel.close_scope(conn, entry.app_scope, now)
     events: list[Ended] = []
     for version in entry.versions:
