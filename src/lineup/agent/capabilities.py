@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from lineup.protocol import AppCallEnvelope, Rejection, decode, encode, payloads
+from lineup.protocol import AppCallEnvelope, ErrorCode, Rejection, decode, encode, payloads
 from lineup.protocol.payloads import AppResult, CapabilityDescriptor, ClientInventory
 
 from .arguments import CapabilityExpiresIn, capability_expiry, check_id
@@ -29,7 +29,7 @@ from .inbox import Inbox
 if TYPE_CHECKING:
     from .conversation import Conversation
 
-NOT_DECLARED = "capability_not_declared"
+NOT_DECLARED = ErrorCode.CAPABILITY_NOT_DECLARED.value
 """The code of a call refused before sending: the latest inventory does not declare
 the capability (the code the Runtime gives for the same reason)."""
 

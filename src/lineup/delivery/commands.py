@@ -16,7 +16,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
 from . import publisher
-from .errors import DeliveryError
+from .errors import DeliveryError, DeliveryErrorCode
 from .release import ARTIFACT_ID_PATTERN, KEY_ID_PATTERN
 
 __all__ = ["miniapp_group"]
@@ -209,7 +209,9 @@ def verify(
     refusal = result.refusal
     if refusal is not None or result.release is None or result.key is None:
         message = refusal.message if refusal else "not every check ran"
-        click.echo(f"{refusal.code if refusal else 'release_invalid'}: {message}", err=True)
+        click.echo(
+            f"{refusal.code if refusal else DeliveryErrorCode.RELEASE_INVALID}: {message}", err=True
+        )
         raise click.exceptions.Exit(1)
     release = result.release
     console.print(

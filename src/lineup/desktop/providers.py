@@ -25,6 +25,7 @@ from PySide6.QtGui import QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import QFileDialog, QSystemTrayIcon, QWidget
 
 from lineup.host.native import NativeOutcome, PickedFile
+from lineup.protocol import ErrorCode
 from lineup.runtime.capabilities.catalog import MAX_ARTIFACT_BYTES
 
 __all__ = ["NATIVE", "Dialogs", "GuiThread", "QtProviders"]
@@ -124,12 +125,12 @@ def read_picked(path: Path) -> NativeOutcome:
     """The picked file as the artifact it becomes, if it is not too large."""
     try:
         if path.stat().st_size > MAX_ARTIFACT_BYTES:
-            return NativeOutcome(code="artifact_too_large")
+            return NativeOutcome(code=ErrorCode.ARTIFACT_TOO_LARGE)
         body = path.read_bytes()
     except OSError:
-        return NativeOutcome(code="provider_failed")
+        return NativeOutcome(code=ErrorCode.PROVIDER_FAILED)
     if len(body) > MAX_ARTIFACT_BYTES:  # it grew after the check
-        return NativeOutcome(code="artifact_too_large")
+        return NativeOutcome(code=ErrorCode.ARTIFACT_TOO_LARGE)
     media_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
     return NativeOutcome(file=PickedFile(path.name, media_type, body))
 
@@ -151,9 +152,9 @@ class QtProviders:
         if capability == "app.open_url":
             url = str(arguments.get("url", ""))
             if urlsplit(url).scheme not in ("http", "https"):
-                return NativeOutcome(code="capability_input_invalid")
+                return NativeOutcome(code=ErrorCode.CAPABILITY_INPUT_INVALID)
             if not await self.gui.run(self.dialogs.open_url, url):
-                return NativeOutcome(code="provider_failed")
+                return NativeOutcome(code=ErrorCode.PROVIDER_FAILED)
             return NativeOutcome(result={"opened": True})
         if capability == "notification.show":
             title, body = str(arguments.get("title", "")), str(arguments.get("body", ""))
@@ -165,6 +166,6 @@ class QtProviders:
             accept = [a for a in raw if isinstance(a, str)] if isinstance(raw, list) else []
             path = await self.gui.run(self.dialogs.pick_file, accept)
             if path is None:
-                return NativeOutcome(code="cancelled_by_user")
+                return NativeOutcome(code=ErrorCode.CANCELLED_BY_USER)
             return await asyncio.to_thread(read_picked, Path(path))
         return None

@@ -28,6 +28,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from lineup.client import AuthenticationFailed, ClientError
+from lineup.protocol import ErrorCode
 from lineup.runtime import (
     DEFAULT_SCOPE,
     ConnectionChanged,
@@ -166,7 +167,7 @@ class WebHost:
         if not self._host_ok(request.headers.get("host")) or not self._origin_ok(
             request.headers.get("origin")
         ):
-            return Response("forbidden", status_code=403)
+            return Response(ErrorCode.FORBIDDEN, status_code=403)
         form = await _small_form(request)
         if form is None:
             return Response("bad form", status_code=400)
@@ -191,7 +192,7 @@ class WebHost:
 
     async def logout(self, request: Request) -> Response:
         if not self._origin_ok(request.headers.get("origin")):
-            return Response("forbidden", status_code=403)
+            return Response(ErrorCode.FORBIDDEN, status_code=403)
         await self.sessions.end(request.cookies.get(COOKIE))
         response = RedirectResponse("/login", status_code=303)
         response.delete_cookie(COOKIE, path="/")
@@ -315,16 +316,20 @@ class WebHost:
                 return
             data = message.get("text") or ""
             if len(data) > channel.MAX_FRAME_BYTES:
-                await outbox.put(_encode(channel.ChannelError("too_large", "frame too large")))
+                await outbox.put(
+                    _encode(channel.ChannelError(ErrorCode.TOO_LARGE, "frame too large"))
+                )
                 continue
             try:
                 frame = _frames.decode(data)
             except (msgspec.ValidationError, msgspec.DecodeError) as exc:
                 message_text = str(exc).splitlines()[0][:200]
-                await outbox.put(_encode(channel.ChannelError("invalid_request", message_text)))
+                await outbox.put(
+                    _encode(channel.ChannelError(ErrorCode.INVALID_REQUEST, message_text))
+                )
                 continue
             except RecursionError:  # found by fuzzing: it used to close the tab's channel
-                error = channel.ChannelError("invalid_request", "JSON nests too deeply")
+                error = channel.ChannelError(ErrorCode.INVALID_REQUEST, "JSON nests too deeply")
                 await outbox.put(_encode(error))
                 continue
             if isinstance(frame, channel.CapabilityFrame):
@@ -399,7 +404,7 @@ class WebHost:
         if isinstance(frame, channel.SendMessage):
             known = {c.id for c in await runtime.conversations()}
             if frame.conversation_id not in known:
-                return _encode(channel.ChannelError("not_found", "no such conversation"))
+                return _encode(channel.ChannelError(ErrorCode.NOT_FOUND, "no such conversation"))
             await runtime.send_message(frame.conversation_id, frame.text)
             return b""
         if isinstance(frame, channel.Seen):
@@ -423,11 +428,11 @@ class WebHost:
             )
         if isinstance(frame, channel.Draft):
             if not runtime.set_draft(frame.interaction_id, frame.text):
-                return _encode(channel.ChannelError("too_large", "too many drafts"))
+                return _encode(channel.ChannelError(ErrorCode.TOO_LARGE, "too many drafts"))
             return b""
         if isinstance(frame, channel.Retry):
             if await runtime.retry(frame.conversation_id, frame.envelope_id) is None:
-                return _encode(channel.ChannelError("not_failed", "nothing to retry"))
+                return _encode(channel.ChannelError(ErrorCode.NOT_FAILED, "nothing to retry"))
             return b""
         assert isinstance(frame, channel.History)  # capability, app centre frames: their tabs
         page = await runtime.history(frame.conversation_id, before_seq=frame.before_seq, limit=PAGE)
@@ -457,7 +462,9 @@ class WebHost:
         return channel.AppReceipt(
             instance_id=frame.instance_id,
             action=frame.action,
-            outcome="accepted" if receipt.accepted else (receipt.code or "lifecycle_denied"),
+            outcome="accepted"
+            if receipt.accepted
+            else (receipt.code or ErrorCode.LIFECYCLE_DENIED),
         )
 
     # --- capability files -----------------------------------------------------------------
@@ -468,14 +475,14 @@ class WebHost:
         if not self._origin_ok(request.headers.get("origin")) or not await self.sessions.valid(
             request.cookies.get(COOKIE)
         ):
-            return Response("forbidden", status_code=403)
+            return Response(ErrorCode.FORBIDDEN, status_code=403)
         return await self.capabilities.upload(request)
 
     async def artifact(self, request: Request) -> Response:
         if not self._host_ok(request.headers.get("host")):
             return Response("unknown host", status_code=421)
         if not await self.sessions.valid(request.cookies.get(COOKIE)):
-            return Response("forbidden", status_code=403)
+            return Response(ErrorCode.FORBIDDEN, status_code=403)
         return await self.capabilities.download(request.path_params["artifact_id"])
 
     # --- the ASGI app -------------------------------------------------------------------------
@@ -554,11 +561,11 @@ def _iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds")
 
 
-_REFUSALS = {
-    "call_already_final": "This question was already answered or closed.",
-    "interaction_expired": "This question has expired.",
-    "interaction_not_found": "This question no longer exists.",
-    "answer_invalid": "That answer does not fit the question.",
+_REFUSALS: dict[str, str] = {
+    ErrorCode.CALL_ALREADY_FINAL: "This question was already answered or closed.",
+    ErrorCode.INTERACTION_EXPIRED: "This question has expired.",
+    ErrorCode.INTERACTION_NOT_FOUND: "This question no longer exists.",
+    ErrorCode.ANSWER_INVALID: "That answer does not fit the question.",
 }
 
 

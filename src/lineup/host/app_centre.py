@@ -22,7 +22,8 @@ from typing import Any
 
 import msgspec
 
-from lineup.delivery.errors import DeliveryError
+from lineup.delivery.errors import DeliveryError, DeliveryErrorCode
+from lineup.protocol import ErrorCode
 from lineup.runtime import Runtime
 from lineup.runtime.apps.installer import AppCentreChanged
 from lineup.runtime.apps.registry import RegistryError
@@ -40,28 +41,28 @@ KEY_ID_SHOWN = 8
 """Hex digits of a key id shown (the full id stays in the Runtime)."""
 
 WORDS: dict[str, str] = {
-    "key_unknown": "This publisher is not trusted on this device.",
-    "key_revoked": "The publisher's key was revoked.",
-    "signature_invalid": "The release's signature does not verify.",
-    "version_revoked": "This version was revoked by the publisher.",
-    "version_downgrade": "A newer version is already in use.",
-    "app_version_conflict": "This version is already installed with other contents.",
-    "not_in_catalog": "The catalog no longer offers this version.",
-    "catalog_unavailable": "The catalog cannot be reached. Try again in a moment.",
-    "catalog_insecure": "The catalog is not served securely.",
-    "cache_unavailable": "The app could not be stored on this device.",
-    "artifact_too_large": "The app is too large.",
-    "length_mismatch": "The download did not match its release.",
-    "digest_mismatch": "The download did not match its release.",
-    "archive_invalid": "The download is not a LineUp app.",
-    "release_mismatch": "The app does not match its release.",
-    "release_invalid": "The release is not valid.",
-    "host_too_old": "This app needs a newer LineUp.",
-    "app_not_found": "This app is not installed.",
-    "app_not_removable": "A built-in app cannot be removed; turn it off instead.",
-    "app_unavailable": "This app has no version it may run.",
-    "app_scope_conflict": "Another app already uses this app's name.",
-    "internal_error": "Something went wrong. Try again.",
+    DeliveryErrorCode.KEY_UNKNOWN: "This publisher is not trusted on this device.",
+    DeliveryErrorCode.KEY_REVOKED: "The publisher's key was revoked.",
+    DeliveryErrorCode.SIGNATURE_INVALID: "The release's signature does not verify.",
+    DeliveryErrorCode.VERSION_REVOKED: "This version was revoked by the publisher.",
+    DeliveryErrorCode.VERSION_DOWNGRADE: "A newer version is already in use.",
+    DeliveryErrorCode.VERSION_CONFLICT: "This version is already installed with other contents.",
+    DeliveryErrorCode.NOT_IN_CATALOG: "The catalog no longer offers this version.",
+    DeliveryErrorCode.CATALOG_UNAVAILABLE: "The catalog cannot be reached. Try again in a moment.",
+    DeliveryErrorCode.CATALOG_INSECURE: "The catalog is not served securely.",
+    DeliveryErrorCode.CACHE_UNAVAILABLE: "The app could not be stored on this device.",
+    DeliveryErrorCode.ARTIFACT_TOO_LARGE: "The app is too large.",
+    DeliveryErrorCode.LENGTH_MISMATCH: "The download did not match its release.",
+    DeliveryErrorCode.DIGEST_MISMATCH: "The download did not match its release.",
+    DeliveryErrorCode.ARCHIVE_INVALID: "The download is not a LineUp app.",
+    DeliveryErrorCode.RELEASE_MISMATCH: "The app does not match its release.",
+    DeliveryErrorCode.RELEASE_INVALID: "The release is not valid.",
+    DeliveryErrorCode.HOST_TOO_OLD: "This app needs a newer LineUp.",
+    ErrorCode.APP_NOT_FOUND: "This app is not installed.",
+    ErrorCode.APP_NOT_REMOVABLE: "A built-in app cannot be removed; turn it off instead.",
+    ErrorCode.APP_UNAVAILABLE: "This app has no version it may run.",
+    ErrorCode.APP_SCOPE_CONFLICT: "Another app already uses this app's name.",
+    ErrorCode.INTERNAL_ERROR: "Something went wrong. Try again.",
 }
 
 
@@ -158,7 +159,7 @@ class AppCentreHost:
             # The type only: a message could carry a URL, a path or a manifest's text.
             error = type(exc).__name__
             log.error("app centre action failed", extra={"action": frame.action, "error": error})
-            code = "internal_error"
+            code = ErrorCode.INTERNAL_ERROR
         else:
             return channel.AppsReceipt(
                 action=frame.action, app_id=frame.app_id, version=frame.version, outcome="ok"

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from lineup.protocol import ErrorCode
 from lineup.runtime import Runtime, TimelineChanged, TimelineItem
 from lineup.runtime.apps.app_api import AppApiError
 from lineup.runtime.apps.focus import CloseSurfaces
@@ -55,10 +56,12 @@ class AppSurfaces:
         instance_id = frame.instance_id
         record = self.runtime.apps.record(instance_id)
         if record is None or record.state not in LIVE or record.state is AppState.STOPPING:
-            return channel.Mounted(instance_id=instance_id, outcome="app_instance_not_found")
+            return channel.Mounted(
+                instance_id=instance_id, outcome=ErrorCode.APP_INSTANCE_NOT_FOUND
+            )
         source = await self.runtime.registry.surface(record.app_scope)
         if source is None:
-            return channel.Mounted(instance_id=instance_id, outcome="surface_unavailable")
+            return channel.Mounted(instance_id=instance_id, outcome=ErrorCode.SURFACE_UNAVAILABLE)
         document = SurfaceDocument(
             app_id=source.app_id,
             app_version=source.app_version,
@@ -99,7 +102,7 @@ class AppSurfaces:
 
         record = await self.runtime.ui_surface(conversation_id, instance_id)
         if record is None:
-            return answer("app_instance_not_found")
+            return answer(ErrorCode.APP_INSTANCE_NOT_FOUND)
         inline = await self.runtime.ui_inline_parts(conversation_id, record.open_envelope_id)
         if inline is not None:
             html, css, js = inline
@@ -108,7 +111,7 @@ class AppSurfaces:
                 record.app_id, record.app_version, record.surface_id
             )
             if source is None:
-                return answer("surface_unavailable")
+                return answer(ErrorCode.SURFACE_UNAVAILABLE)
             html, css, js = source.html, source.css, source.js
         document = SurfaceDocument(
             app_id=record.app_id,
@@ -129,7 +132,7 @@ class AppSurfaces:
         found = self._ui.get(frame.mount_id)
         outcome = "accepted"
         if found is None:
-            outcome = "mount_not_found"
+            outcome = ErrorCode.MOUNT_NOT_FOUND
         else:
             conversation_id, instance_id, _ = found
             try:
@@ -142,7 +145,7 @@ class AppSurfaces:
         instance_id = self._instance_of.get(frame.mount_id)
         outcome = "accepted"
         if instance_id is None:
-            outcome = "mount_not_found"
+            outcome = ErrorCode.MOUNT_NOT_FOUND
         else:
             try:
                 await self.runtime.app_event(instance_id, frame.event, frame.data)
@@ -162,7 +165,7 @@ class AppSurfaces:
     async def call(self, frame: channel.AppCall) -> channel.AppReply:
         instance_id = self._instance_of.get(frame.mount_id)
         if instance_id is None:
-            return _refused(frame, "mount_not_found", "no such mount")
+            return _refused(frame, ErrorCode.MOUNT_NOT_FOUND, "no such mount")
         try:
             result = await self.runtime.app_api.call(instance_id, frame.method, frame.params)
         except AppApiError as refused:
@@ -173,7 +176,7 @@ class AppSurfaces:
             return _refused(frame, refused.code, refused.message)
         except Exception:  # a bug answers this request; it never drops the tab's channel
             log.exception("app request failed", extra={"method": frame.method})
-            return _refused(frame, "internal_error", "the request failed")
+            return _refused(frame, ErrorCode.INTERNAL_ERROR, "the request failed")
         return channel.AppReply(mount_id=frame.mount_id, id=frame.id, ok=True, result=result)
 
     # --- closing -----------------------------------------------------------------------------

@@ -33,6 +33,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from lineup.protocol import ErrorCode
 from lineup.protocol.fields import ID_PATTERN
 from lineup.runtime import Runtime
 from lineup.runtime.capabilities.calls import OPEN, State
@@ -142,7 +143,7 @@ class HostCapabilities:
             # The type only: an OS error's message can name the person's files.
             error = type(exc).__name__
             log.error("native provider failed", extra={"capability": name, "error": error})
-            outcome = NativeOutcome(code="provider_failed")
+            outcome = NativeOutcome(code=ErrorCode.PROVIDER_FAILED)
         if outcome is None:
             tab.claimed.add(key)
             tab.outbox.put_nowait(run_frame(call))
@@ -161,7 +162,7 @@ class HostCapabilities:
             elif outcome.result is not None:
                 done = await gateway.finish(key, result=outcome.result)
             else:
-                done = await gateway.finish(key, code=outcome.code or "provider_failed")
+                done = await gateway.finish(key, code=outcome.code or ErrorCode.PROVIDER_FAILED)
         except CapabilityRefused as refused:  # expired or cancelled meanwhile
             log.info("native outcome refused", extra={"call_id": key.call_id, "code": refused.code})
             return
@@ -231,17 +232,17 @@ class HostCapabilities:
         kind = query.get("requester_kind", "agent")
         conversation_id, call_id = query.get("conversation_id", ""), query.get("call_id", "")
         if kind not in ("agent", "app") or not (_ID.match(conversation_id) and _ID.match(call_id)):
-            return _error(400, "invalid_request")
+            return _error(400, ErrorCode.INVALID_REQUEST)
         key = CallKey(conversation_id, call_id, kind)
         expected = self._upload_tokens.get(key)
         if expected is None:
             call = await self.runtime.capabilities.get(key)
             if call is None:
-                return _error(404, "capability_call_not_found")
+                return _error(404, ErrorCode.CAPABILITY_CALL_NOT_FOUND)
             return _error(409, busy_or_final(call))
         token = request.headers.get("x-upload-token", "")
         if not hmac.compare_digest(token.encode(), expected.encode()):
-            return _error(403, "forbidden")
+            return _error(403, ErrorCode.FORBIDDEN)
         declared_size = request.headers.get("content-length")
         body = bytearray()
         too_large = declared_size is not None and (
@@ -256,9 +257,9 @@ class HostCapabilities:
         gateway = self.runtime.capabilities
         try:
             if too_large:
-                await gateway.finish(key, code="artifact_too_large")
+                await gateway.finish(key, code=ErrorCode.ARTIFACT_TOO_LARGE)
                 log.info("picked file refused", extra={"call_id": call_id, "code": "too_large"})
-                return _error(413, "artifact_too_large")
+                return _error(413, ErrorCode.ARTIFACT_TOO_LARGE)
             name = safe_name(request.headers.get("x-file-name", ""))
             media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
             if not _MEDIA.match(media_type) or len(media_type) > 127:
@@ -312,7 +313,7 @@ class CapabilityTab:
             return [_encode(await self.host.grants())]
         if isinstance(frame, channel.CapabilityPolicy):
             if frame.capability not in PROVIDED:
-                return [_encode(channel.ChannelError("not_found", "no such capability"))]
+                return [_encode(channel.ChannelError(ErrorCode.NOT_FOUND, "no such capability"))]
             await self.gateway.set_revoked(frame.capability, frame.revoked)
             return [_encode(await self.host.grants())]
         key = CallKey(frame.conversation_id, frame.call_id, frame.requester_kind)
@@ -360,13 +361,13 @@ class CapabilityTab:
         if key not in self.claimed:
             call = await self.gateway.get(key)
             if call is None:
-                return _receipt(key, "done", "capability_call_not_found")
+                return _receipt(key, "done", ErrorCode.CAPABILITY_CALL_NOT_FOUND)
             return _receipt(key, "done", busy_or_final(call))
         try:
             if frame.ok and frame.result is not None:
                 call = await self.gateway.finish(key, result=frame.result)
             else:
-                call = await self.gateway.finish(key, code=frame.code or "provider_failed")
+                call = await self.gateway.finish(key, code=frame.code or ErrorCode.PROVIDER_FAILED)
         except CapabilityRefused as refused:
             return _receipt(key, "done", refused.code)
         self.claimed.discard(key)

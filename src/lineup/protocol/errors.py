@@ -53,6 +53,46 @@ class ErrorCode(StrEnum):
     ANSWER_INVALID = "answer_invalid"
     RUNTIME_FAILED = "runtime_failed"
 
+    # Capability calls (spec 000 §5.3): the gateway's codes in an agent's
+    # ``app.result`` and an app's ``capabilities.get``, and its refusals of a move on a
+    # call (the host channel's ``capability_receipt``, the picked-file upload).
+    CAPABILITY_NOT_DECLARED = "capability_not_declared"
+    REVOKED = "revoked"
+    CAPABILITY_INPUT_INVALID = "capability_input_invalid"
+    CAPABILITY_OUTPUT_INVALID = "capability_output_invalid"
+    EXPIRED = "expired"
+    INTERRUPTED = "interrupted"
+    CANCELLED = "cancelled"
+    CAPABILITY_CALL_NOT_FOUND = "capability_call_not_found"
+    CAPABILITY_CALL_BUSY = "capability_call_busy"
+    CONFIRMATION_REQUIRED = "confirmation_required"
+
+    # Capability providers: why a host could not carry out an approved call
+    # (``app.result`` status ``failed``).
+    PROVIDER_FAILED = "provider_failed"
+    ARTIFACT_TOO_LARGE = "artifact_too_large"
+    CANCELLED_BY_USER = "cancelled_by_user"
+    POPUP_BLOCKED = "popup_blocked"
+    CLIPBOARD_DENIED = "clipboard_denied"
+
+    # MiniApp SDK requests (spec 002 §7): the Runtime's refusals (``app_reply``).
+    REQUEST_INVALID = "request_invalid"
+    METHOD_UNKNOWN = "method_unknown"
+    STATE_TOO_LARGE = "state_too_large"
+    INBOX_NOT_FOUND = "inbox_not_found"
+
+    # Surface events (spec 000 §4.2): the Runtime's refusal (``ui_event_receipt``).
+    EVENT_NOT_DECLARED = "event_not_declared"
+
+    # App registry: refusals of the App centre's actions (``apps_receipt``).
+    APP_NOT_FOUND = "app_not_found"
+    APP_UNSIGNED = "app_unsigned"
+    APP_VERSION_CONFLICT = "app_version_conflict"
+    APP_KIND_CONFLICT = "app_kind_conflict"
+    APP_SCOPE_CONFLICT = "app_scope_conflict"
+    APP_UNAVAILABLE = "app_unavailable"
+    APP_NOT_REMOVABLE = "app_not_removable"
+
     # AppServer requests.
     INVALID_REQUEST = "invalid_request"
     UNAUTHORIZED = "unauthorized"
@@ -65,6 +105,11 @@ class ErrorCode(StrEnum):
     RATE_LIMITED = "rate_limited"
     UNAVAILABLE = "unavailable"
     INTERNAL_ERROR = "internal_error"
+
+    # Web Host: its own refusals on the host channel (``error`` frames, receipts).
+    MOUNT_NOT_FOUND = "mount_not_found"
+    TOO_LARGE = "too_large"
+    NOT_FAILED = "not_failed"
 
 
 class ErrorBody(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

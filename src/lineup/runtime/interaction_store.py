@@ -322,7 +322,15 @@ def answer(
 ) -> Outcome:
     record = get(txn, interaction_id)
     if record is None or record.conversation_id != conversation_id:
-        audit(txn, now, "user", "answer", interaction_id[:64], "refused", "interaction_not_found")
+        audit(
+            txn,
+            now,
+            "user",
+            "answer",
+            interaction_id[:64],
+            "refused",
+            ErrorCode.INTERACTION_NOT_FOUND,
+        )
         return Outcome(None, code=ErrorCode.INTERACTION_NOT_FOUND)
     return act(txn, record, Event.ANSWER, now, actor="user", answer=value)
 

@@ -159,7 +159,13 @@ def apply_batch(txn: RuntimeTxn, items: Sequence[Received], ctx: Context) -> dic
 def _rejected(txn: RuntimeTxn, item: Received, now: str) -> None:
     txn.execute(
         "INSERT INTO rejections (conversation_id, seq, code, size, at) VALUES (?, ?, ?, ?, ?)",
-        (item.conversation_id, item.seq, item.code or "malformed_envelope", len(item.body), now),
+        (
+            item.conversation_id,
+            item.seq,
+            item.code or ErrorCode.MALFORMED_ENVELOPE,
+            len(item.body),
+            now,
+        ),
     )
     subject = f"{item.conversation_id}#{item.seq}"
     audit(txn, now, "appserver", "receive", subject, "rejected", item.code)

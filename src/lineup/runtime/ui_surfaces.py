@@ -298,7 +298,7 @@ def app_event(
     manifest = None if row is None else registry.manifest_of(txn, row[0])
     surfaces = [] if manifest is None else manifest.surfaces
     if not surfaces or name not in surfaces[0].events:
-        raise UiEventRefused("event_not_declared")
+        raise UiEventRefused(ErrorCode.EVENT_NOT_DECLARED)
     item = _queue_event(txn, conversation_id, instance_id, name, data, now)
     return UiOutcome((), (item,))
 
@@ -323,7 +323,7 @@ def event(
         surfaces = manifest.surfaces if manifest else []
         declared = next((s.events for s in surfaces if s.id == record.surface_id), [])
         if name not in declared:
-            raise UiEventRefused("event_not_declared")
+            raise UiEventRefused(ErrorCode.EVENT_NOT_DECLARED)
     item = _queue_event(txn, conversation_id, instance_id, name, data, now)
     changed: tuple[str, ...] = ()
     if name == "close":

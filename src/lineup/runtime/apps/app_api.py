@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from lineup.protocol import ErrorCode
+
 from ..capabilities.calls import State as CallState
 from ..capabilities.gateway import CallKey, CapabilityCall, CapabilityGateway
 from ..store import RuntimeStore
@@ -107,7 +109,7 @@ def _text(params: dict[str, Any], name: str, *, optional: bool = False) -> str |
     if value is None and optional:
         return None
     if not isinstance(value, str) or not 0 < len(value) <= 256:
-        raise AppApiError("request_invalid", f"{name} must be a short string")
+        raise AppApiError(ErrorCode.REQUEST_INVALID, f"{name} must be a short string")
     return value
 
 
@@ -151,12 +153,12 @@ class AppApi:
         ``AppApiError``."""
         handler = self._methods.get(method)
         if handler is None:
-            raise AppApiError("method_unknown", "no such method")
+            raise AppApiError(ErrorCode.METHOD_UNKNOWN, "no such method")
         if not isinstance(params, dict):
-            raise AppApiError("request_invalid", "params must be an object")
+            raise AppApiError(ErrorCode.REQUEST_INVALID, "params must be an object")
         record = self._kernel.record(instance_id)
         if record is None or record.state not in LIVE:
-            raise AppApiError("app_instance_not_found", "the instance is not running")
+            raise AppApiError(ErrorCode.APP_INSTANCE_NOT_FOUND, "the instance is not running")
         return await handler(_Caller(record), params)
 
     # --- context and lifecycle ---------------------------------------------------------------
@@ -178,7 +180,7 @@ class AppApi:
     async def _ready(self, caller: _Caller, params: dict[str, Any]) -> Any:
         receipt = await self._tools.app_started(caller.record.instance_id)
         if not receipt.accepted and caller.record.state.value == "starting":
-            raise AppApiError(receipt.code or "lifecycle_denied")
+            raise AppApiError(receipt.code or ErrorCode.LIFECYCLE_DENIED)
         return {"state": str(receipt.record.state) if receipt.record else None}
 
     def _lifecycle(self, action: str) -> Callable[[_Caller, dict[str, Any]], Awaitable[Any]]:
@@ -191,7 +193,7 @@ class AppApi:
             else:
                 receipt = await self._kernel.request_close(iid, actor="app")
             if not receipt.accepted:
-                raise AppApiError(receipt.code or "lifecycle_denied")
+                raise AppApiError(receipt.code or ErrorCode.LIFECYCLE_DENIED)
             return {"state": str(receipt.record.state) if receipt.record else None}
 
         return request
@@ -213,7 +215,7 @@ class AppApi:
                 label=_text(params, "label", optional=True),
             )
         except (TypeError, ValueError) as exc:
-            raise AppApiError("request_invalid", "not a progress report") from exc
+            raise AppApiError(ErrorCode.REQUEST_INVALID, "not a progress report") from exc
         return _receipt(receipt)
 
     async def _complete(self, caller: _Caller, params: dict[str, Any]) -> Any:
@@ -232,7 +234,7 @@ class AppApi:
         try:
             receipt = await self._tools.app_fail(caller.record.instance_id, call_id, code, message)
         except ValueError as exc:  # found by fuzzing: it used to drop the tab's channel
-            raise AppApiError("request_invalid", "code must be an error code") from exc
+            raise AppApiError(ErrorCode.REQUEST_INVALID, "code must be an error code") from exc
         return _receipt(receipt)
 
     async def _cancel(self, caller: _Caller, params: dict[str, Any]) -> Any:
@@ -249,17 +251,19 @@ class AppApi:
                 return {}
             instance_id = caller.record.parent_instance_id
         elif params.get("of") is not None:
-            raise AppApiError("request_invalid", "of must be 'continued'")
+            raise AppApiError(ErrorCode.REQUEST_INVALID, "of must be 'continued'")
         body = await self._store.db.read(_state_of, instance_id)
         return {} if body is None else _decode(body)
 
     async def _state_set(self, caller: _Caller, params: dict[str, Any]) -> Any:
         state = params.get("state")
         if not isinstance(state, dict):
-            raise AppApiError("request_invalid", "state must be an object")
+            raise AppApiError(ErrorCode.REQUEST_INVALID, "state must be an object")
         body = _encode(state)
         if len(body) > MAX_STATE_BYTES:
-            raise AppApiError("state_too_large", f"state is more than {MAX_STATE_BYTES} bytes")
+            raise AppApiError(
+                ErrorCode.STATE_TOO_LARGE, f"state is more than {MAX_STATE_BYTES} bytes"
+            )
         now = self._clock().astimezone(UTC).isoformat(timespec="milliseconds")
         await self._store.db.write(_set_state_txn, caller.record.instance_id, body, now)
         return {"bytes": len(body)}
@@ -287,10 +291,10 @@ class AppApi:
     async def _inbox_ack(self, caller: _Caller, params: dict[str, Any]) -> Any:
         inbox_id = params.get("inbox_id")
         if not isinstance(inbox_id, int) or isinstance(inbox_id, bool):
-            raise AppApiError("request_invalid", "inbox_id must be an integer")
+            raise AppApiError(ErrorCode.REQUEST_INVALID, "inbox_id must be an integer")
         mine = {i["inbox_id"] for i in await self._inbox_list(caller, {})}
         if inbox_id not in mine:
-            raise AppApiError("inbox_not_found", "no such inbox entry for this app")
+            raise AppApiError(ErrorCode.INBOX_NOT_FOUND, "no such inbox entry for this app")
         return {"acknowledged": await self._store.inbox_ack(caller.record.app_scope, inbox_id)}
 
     async def _capability(self, caller: _Caller, params: dict[str, Any]) -> Any:
@@ -300,17 +304,17 @@ class AppApi:
         assert reason is not None
         arguments = params.get("arguments", {})
         if not isinstance(arguments, dict):
-            raise AppApiError("request_invalid", "arguments must be an object")
+            raise AppApiError(ErrorCode.REQUEST_INVALID, "arguments must be an object")
         expires_in = params.get("expires_in_ms", DEFAULT_CAPABILITY_MS)
         if (
             not isinstance(expires_in, int)
             or isinstance(expires_in, bool)
             or not MIN_CAPABILITY_MS <= expires_in <= MAX_CAPABILITY_MS
         ):
-            raise AppApiError("request_invalid", "expires_in_ms must be 1 s .. 24 h")
+            raise AppApiError(ErrorCode.REQUEST_INVALID, "expires_in_ms must be 1 s .. 24 h")
         record = caller.record
         if record.conversation_id is None:
-            raise AppApiError("capability_denied", "the instance has no conversation")
+            raise AppApiError(ErrorCode.CAPABILITY_DENIED, "the instance has no conversation")
         permissions = await self._store.db.read(_permissions_of, record.app_scope)
         call_id = f"cap_{uuid.uuid4().hex}"
         key = CallKey(record.conversation_id, call_id, "app")
@@ -332,7 +336,7 @@ class AppApi:
         key = CallKey(record.conversation_id or "", call_id, "app")
         call = await self._capabilities.get(key)
         if call is None or call.requester_id != record.instance_id:
-            raise AppApiError("capability_call_not_found", "no such call of this instance")
+            raise AppApiError(ErrorCode.CAPABILITY_CALL_NOT_FOUND, "no such call of this instance")
         return _capability_view(call)
 
 
@@ -353,7 +357,7 @@ def _permissions_of(conn: Sql, app_scope: str) -> frozenset[str]:
 
 def _receipt(receipt: Any) -> Any:
     if not receipt.accepted:
-        raise AppApiError(receipt.code or "call_not_found")
+        raise AppApiError(receipt.code or ErrorCode.CALL_NOT_FOUND)
     return {"accepted": True}
 
 

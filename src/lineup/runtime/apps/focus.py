@@ -121,7 +121,7 @@ class CancelBoundTools:
     out unchanged. ``app_closed`` after a close, ``app_failed`` after a failure."""
 
     instance_id: str
-    reason: Literal["app_closed", "app_failed"] = "app_closed"
+    reason: Literal[ErrorCode.APP_CLOSED, ErrorCode.APP_FAILED] = ErrorCode.APP_CLOSED
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +258,7 @@ class Instances:
         if self.records[instance_id].state is not State.STOPPING:
             tx.effects += [
                 StopToolDelivery(instance_id),
-                CancelBoundTools(instance_id, "app_closed"),
+                CancelBoundTools(instance_id, ErrorCode.APP_CLOSED),
                 CloseSurfaces(instance_id),
             ]
             tx.move(instance_id, Event.REQUEST_CLOSE)
@@ -287,7 +287,7 @@ class Instances:
         if self.records[instance_id].state is not State.STOPPING:
             tx.effects += [
                 StopToolDelivery(instance_id),
-                CancelBoundTools(instance_id, "app_failed"),
+                CancelBoundTools(instance_id, ErrorCode.APP_FAILED),
                 CloseSurfaces(instance_id),
             ]
         tx.end(instance_id, Event.FAIL, now=now, reason=error, error=error)

@@ -28,6 +28,7 @@ from lineup.delivery.errors import DeliveryError, DeliveryErrorCode
 from lineup.delivery.keys import PublicKey
 from lineup.delivery.release import Release, decode_release
 from lineup.delivery.verify import Verified, check_artifact, check_release
+from lineup.protocol import ErrorCode
 
 from ..tables import audit
 from ..txn import RuntimeTxn
@@ -126,7 +127,7 @@ class AppDelivery:
         moves forward on its own). Keeps whether it is enabled."""
         entry = await self._store.db.read(registry.entries_by_id, app_id)
         if entry is None or entry.kind != "installed":
-            raise registry.RegistryError("app_not_found", "no such delivered app")
+            raise registry.RegistryError(ErrorCode.APP_NOT_FOUND, "no such delivered app")
         return await self.install(app_id, version, enable=entry.enabled)
 
     async def install_release(

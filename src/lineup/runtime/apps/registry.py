@@ -60,7 +60,7 @@ from lineup.formats.manifest import (
     tool_descriptors,
 )
 from lineup.formats.schemas import CompiledTool, compile_tool
-from lineup.protocol import AppListEnvelope
+from lineup.protocol import AppListEnvelope, ErrorCode
 from lineup.protocol import interactions as ix
 from lineup.protocol.fields import CAPABILITY_NAME_PATTERN, CAPABILITY_VERSION_PATTERN
 from lineup.protocol.payloads import AppList, CapabilityDescriptor, ClientInventory, ToolDescriptor
@@ -266,7 +266,7 @@ def install(
     (``releases.record_verified`` passes ``verified``); otherwise ``app_unsigned``."""
     if manifest.kind == "installed" and not verified:
         raise RegistryError(
-            "app_unsigned", "an installed app comes only as a verified signed release"
+            ErrorCode.APP_UNSIGNED, "an installed app comes only as a verified signed release"
         )
     body = encode_manifest(manifest)
     digest = _digest(body)
@@ -278,19 +278,20 @@ def install(
     ).fetchone()
     if stored is not None and (stored[0] != digest or stored[1] != bundle_digest):
         raise RegistryError(
-            "app_version_conflict", "this app version is installed with other content"
+            ErrorCode.APP_VERSION_CONFLICT, "this app version is installed with other content"
         )
     held = txn.execute("SELECT kind FROM apps WHERE app_id = ?", (manifest.id,)).fetchone()
     if held is not None and (held[0] == "installed") != (manifest.kind == "installed"):
         raise RegistryError(
-            "app_kind_conflict", "a delivered app cannot replace a built-in one, or the reverse"
+            ErrorCode.APP_KIND_CONFLICT,
+            "a delivered app cannot replace a built-in one, or the reverse",
         )
     holder = txn.execute(
         "SELECT app_id FROM apps WHERE app_scope = ? AND app_id != ?",
         (manifest.app_scope, manifest.id),
     ).fetchone()
     if holder is not None:
-        raise RegistryError("app_scope_conflict", "another app already uses this app scope")
+        raise RegistryError(ErrorCode.APP_SCOPE_CONFLICT, "another app already uses this app scope")
     current = _entry(txn, manifest.id)
     if stored is not None and current is not None and current.version == manifest.version:
         if enable and not current.enabled:
@@ -343,14 +344,14 @@ def set_enabled(conn: Sql, app_id: str, enabled: bool, now: str) -> AppEntry:
     if enabled:
         row = conn.execute("SELECT unavailable FROM apps WHERE app_id = ?", (app_id,)).fetchone()
         if row is not None and row[0] is not None:
-            raise RegistryError("app_unavailable", "the app has no version it may run")
+            raise RegistryError(ErrorCode.APP_UNAVAILABLE, "the app has no version it may run")
     changed = conn.execute(
         "UPDATE apps SET enabled = ?, updated_at = ? WHERE app_id = ? AND enabled != ?",
         (int(enabled), now, app_id, int(enabled)),
     ).rowcount
     entry = _entry(conn, app_id)
     if entry is None:
-        raise RegistryError("app_not_found", "no such app")
+        raise RegistryError(ErrorCode.APP_NOT_FOUND, "no such app")
     if changed:
         audit(conn, now, "user", "app.enable", app_id, "enabled" if enabled else "disabled")
     return entry
@@ -505,7 +506,7 @@ def grant_capability(
     if risk not in RISKS:
         raise ValueError(f"not a risk: {risk!r}")
     if _entry(conn, app_id) is None:
-        raise RegistryError("app_not_found", "no such app")
+        raise RegistryError(ErrorCode.APP_NOT_FOUND, "no such app")
     held = conn.execute(
         "SELECT version, risk FROM capability_grants WHERE app_id = ? AND name = ?",
         (app_id, name),

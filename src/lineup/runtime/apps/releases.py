@@ -31,6 +31,7 @@ from lineup.delivery.keys import PublicKey
 from lineup.delivery.release import Release, decode_release, encode_release
 from lineup.delivery.verify import Verified, verify
 from lineup.formats.semver import compare_semver
+from lineup.protocol import ErrorCode
 
 from .. import ui_surfaces
 from ..records import OutboxItem
@@ -213,7 +214,7 @@ def record_verified(
             verified=True,
         )
     except registry.RegistryError as exc:
-        if exc.code == "app_version_conflict":
+        if exc.code == ErrorCode.APP_VERSION_CONFLICT:
             raise DeliveryError(DeliveryErrorCode.VERSION_CONFLICT, exc.message) from None
         raise
     if stored is None:
@@ -271,7 +272,7 @@ def revoke_version(
         return [], []
     if entry.version != version:
         return [], []
-    return _fall_back(txn, [entry], "version_revoked", now, cache)
+    return _fall_back(txn, [entry], DeliveryErrorCode.VERSION_REVOKED, now, cache)
 
 
 def revoke_key(
@@ -296,7 +297,7 @@ def revoke_key(
     ).fetchall()
     found = [registry.entries_by_id(txn, r[0]) for r in rows]
     affected = [e for e in found if e is not None]
-    return _fall_back(txn, affected, "key_revoked", now, cache)
+    return _fall_back(txn, affected, DeliveryErrorCode.KEY_REVOKED, now, cache)
 
 
 def _fall_back(
@@ -369,9 +370,11 @@ def remove_app(txn: RuntimeTxn, app_id: str, now: str) -> list[Ended]:
     (``app_not_removable``; disable them instead)."""
     entry = registry.entries_by_id(txn, app_id)
     if entry is None:
-        raise registry.RegistryError("app_not_found", "no such app")
+        raise registry.RegistryError(ErrorCode.APP_NOT_FOUND, "no such app")
     if entry.kind != "installed":
-        raise registry.RegistryError("app_not_removable", "a built-in app can only be disabled")
+        raise registry.RegistryError(
+            ErrorCode.APP_NOT_REMOVABLE, "a built-in app can only be disabled"
+        )
     instance_store.close_scope(txn, entry.app_scope, now)
     events: list[Ended] = []
     for version in entry.versions:

@@ -379,7 +379,7 @@ def close_instance(
     txn: RuntimeTxn,
     instance_id: str,
     now: str,
-    reason: Literal["app_closed", "app_failed"] = "app_closed",
+    reason: Literal[ErrorCode.APP_CLOSED, ErrorCode.APP_FAILED] = ErrorCode.APP_CLOSED,
     *,
     actor: str = "runtime",
 ) -> list[CallOutcome]:

@@ -173,7 +173,11 @@ def _revoked(conn: Sql, name: str) -> bool:
 
 def busy_or_final(call: CapabilityCall) -> str:
     """Why a move on ``call`` is refused: it already ended, or it is in another step."""
-    return ErrorCode.CALL_ALREADY_FINAL.value if call.state in FINAL else "capability_call_busy"
+    return (
+        ErrorCode.CALL_ALREADY_FINAL.value
+        if call.state in FINAL
+        else ErrorCode.CAPABILITY_CALL_BUSY.value
+    )
 
 
 def result_envelope_id(key: CallKey) -> str:
@@ -264,15 +268,15 @@ def _result_outbox(txn: RuntimeTxn, call: CapabilityCall, now: str) -> OutboxIte
     )
 
 
-_MESSAGES = {
-    "capability_not_declared": "this host does not offer this capability",
-    "revoked": "the person revoked this capability",
-    "capability_denied": "the person or the policy refused the call",
-    "capability_input_invalid": "the arguments do not match the capability's input schema",
-    "expired": "the call expired before it was decided or run",
-    "interrupted": "the Runtime stopped while the call ran; it was not run again",
-    "capability_output_invalid": "the provider's result did not match the output schema",
-    "provider_failed": "the host could not carry out the call",
+_MESSAGES: dict[str, str] = {
+    ErrorCode.CAPABILITY_NOT_DECLARED: "this host does not offer this capability",
+    ErrorCode.REVOKED: "the person revoked this capability",
+    ErrorCode.CAPABILITY_DENIED: "the person or the policy refused the call",
+    ErrorCode.CAPABILITY_INPUT_INVALID: "the arguments do not match the capability's input schema",
+    ErrorCode.EXPIRED: "the call expired before it was decided or run",
+    ErrorCode.INTERRUPTED: "the Runtime stopped while the call ran; it was not run again",
+    ErrorCode.CAPABILITY_OUTPUT_INVALID: "the provider's result did not match the output schema",
+    ErrorCode.PROVIDER_FAILED: "the host could not carry out the call",
 }
 
 
@@ -325,14 +329,18 @@ def _arrive(
     state, code, decision = State.AWAITING_CONSENT, None, None
     risk = "unknown" if capability is None else capability.risk
     if capability is None:
-        code = "revoked" if _revoked(txn, name) else "capability_not_declared"
+        code = (
+            ErrorCode.REVOKED.value
+            if _revoked(txn, name)
+            else ErrorCode.CAPABILITY_NOT_DECLARED.value
+        )
         state = State.UNSUPPORTED
     elif allowed is not None and name not in allowed:
         state, code = State.REJECTED, ErrorCode.CAPABILITY_DENIED.value
     elif capability.schemas.validate_input(arguments) is not None:
-        state, code = State.REJECTED, "capability_input_invalid"
+        state, code = State.REJECTED, ErrorCode.CAPABILITY_INPUT_INVALID.value
     elif expires_at <= datetime.fromisoformat(now):
-        state, code = State.EXPIRED, "expired"
+        state, code = State.EXPIRED, ErrorCode.EXPIRED.value
     elif capability.risk == "display_only":
         state, decision = State.APPROVED, "automatic"
     elif capability.risk == "user_confirmation" and name in remembered:
@@ -410,11 +418,11 @@ def _run_in_runtime(
         try:
             body = base64.b64decode(arguments["base64"], validate=True)
         except ValueError:
-            return _move(txn, call, Move.FAIL, now, code="capability_input_invalid")
+            return _move(txn, call, Move.FAIL, now, code=ErrorCode.CAPABILITY_INPUT_INVALID)
     else:
         body = arguments["text"].encode("utf-8")
     if len(body) > MAX_ARTIFACT_BYTES:
-        return _move(txn, call, Move.FAIL, now, code="artifact_too_large")
+        return _move(txn, call, Move.FAIL, now, code=ErrorCode.ARTIFACT_TOO_LARGE)
     artifact = store_artifact(
         txn,
         call.key.conversation_id,
@@ -472,17 +480,17 @@ def decide(
 ) -> Outcome:
     call = get(txn, key)
     if call is None:
-        raise CapabilityRefused("capability_call_not_found")
+        raise CapabilityRefused(ErrorCode.CAPABILITY_CALL_NOT_FOUND.value)
     if call.state is not State.AWAITING_CONSENT:
         raise CapabilityRefused(busy_or_final(call))
     if datetime.fromisoformat(call.expires_at) <= datetime.fromisoformat(now):
-        return _move(txn, call, Move.EXPIRE, now, code="expired")
+        return _move(txn, call, Move.EXPIRE, now, code=ErrorCode.EXPIRED)
     if not allow:
-        return _move(txn, call, Move.DENY, now, decision="deny", code="capability_denied")
+        return _move(txn, call, Move.DENY, now, decision="deny", code=ErrorCode.CAPABILITY_DENIED)
     if call.risk == "system_permission" and not acknowledged:
-        raise CapabilityRefused("confirmation_required")
+        raise CapabilityRefused(ErrorCode.CONFIRMATION_REQUIRED.value)
     if call.risk == "restricted" and (not confirmation or confirmation.strip() != call.phrase):
-        raise CapabilityRefused("confirmation_required")
+        raise CapabilityRefused(ErrorCode.CONFIRMATION_REQUIRED)
     approved = _move(txn, call, Move.ALLOW, now, decision="allow")
     capability = CATALOG.get(call.capability)
     if approved.call is not None and capability is not None and capability.runs_in == "runtime":
@@ -493,7 +501,7 @@ def decide(
 def claim(txn: RuntimeTxn, key: CallKey, now: str) -> Outcome:
     call = get(txn, key)
     if call is None:
-        raise CapabilityRefused("capability_call_not_found")
+        raise CapabilityRefused(ErrorCode.CAPABILITY_CALL_NOT_FOUND)
     return _move(txn, call, Move.CLAIM, now)
 
 
@@ -508,14 +516,14 @@ def finish(
     """The shell's provider ran (``result``) or could not (``code``)."""
     call = get(txn, key)
     if call is None:
-        raise CapabilityRefused("capability_call_not_found")
+        raise CapabilityRefused(ErrorCode.CAPABILITY_CALL_NOT_FOUND.value)
     if call.state is not State.EXECUTING:
         raise CapabilityRefused(busy_or_final(call))
     if result is None:
-        return _move(txn, call, Move.FAIL, now, code=code or "provider_failed")
+        return _move(txn, call, Move.FAIL, now, code=code or ErrorCode.PROVIDER_FAILED)
     capability = CATALOG.get(call.capability)
     if capability is not None and capability.schemas.validate_output(result) is not None:
-        return _move(txn, call, Move.FAIL, now, code="capability_output_invalid")
+        return _move(txn, call, Move.FAIL, now, code=ErrorCode.CAPABILITY_OUTPUT_INVALID)
     return _move(txn, call, Move.COMPLETE, now, result=msgspec.json.encode(result))
 
 
@@ -526,11 +534,11 @@ def finish_with_file(
     conversation and the call's result (its metadata, never a path), in one go."""
     call = get(txn, key)
     if call is None:
-        raise CapabilityRefused("capability_call_not_found")
+        raise CapabilityRefused(ErrorCode.CAPABILITY_CALL_NOT_FOUND.value)
     if call.state is not State.EXECUTING or call.capability != "device.pick_file":
         raise CapabilityRefused(busy_or_final(call))
     if len(body) > MAX_ARTIFACT_BYTES:
-        return _move(txn, call, Move.FAIL, now, code="artifact_too_large")
+        return _move(txn, call, Move.FAIL, now, code=ErrorCode.ARTIFACT_TOO_LARGE)
     artifact = store_artifact(txn, key.conversation_id, name, media_type, body, key.call_id, now)
     return _move(txn, call, Move.COMPLETE, now, result=msgspec.json.encode(artifact))
 
@@ -569,15 +577,15 @@ def artifacts(conn: Sql, conversation_id: str) -> list[Artifact]:
 def cancel(txn: RuntimeTxn, key: CallKey, now: str) -> Outcome:
     call = get(txn, key)
     if call is None:
-        raise CapabilityRefused("capability_call_not_found")
-    return _move(txn, call, Move.CANCEL, now, code="cancelled")
+        raise CapabilityRefused(ErrorCode.CAPABILITY_CALL_NOT_FOUND)
+    return _move(txn, call, Move.CANCEL, now, code=ErrorCode.CANCELLED)
 
 
 def cancel_for_app(txn: RuntimeTxn, instance_id: str, now: str) -> list[Outcome]:
     """The app instance closed or failed: its calls not yet running end
     ``cancelled(app_closed)`` (one already running finishes as it will)."""
     return [
-        _move(txn, call, Move.CANCEL, now, code="app_closed")
+        _move(txn, call, Move.CANCEL, now, code=ErrorCode.APP_CLOSED)
         for call in open_calls(txn)
         if call.key.requester_kind == "app"
         and call.requester_id == instance_id
@@ -592,9 +600,9 @@ def due(txn: RuntimeTxn, now: str) -> list[Outcome]:
     for call in open_calls(txn):
         if call.state in (State.AWAITING_CONSENT, State.APPROVED):
             if datetime.fromisoformat(call.expires_at) <= when:
-                ended.append(_move(txn, call, Move.EXPIRE, now, code="expired"))
+                ended.append(_move(txn, call, Move.EXPIRE, now, code=ErrorCode.EXPIRED))
         elif (when - datetime.fromisoformat(call.updated_at)).total_seconds() > EXECUTION_LEASE_S:
-            ended.append(_move(txn, call, Move.INTERRUPT, now, code="interrupted"))
+            ended.append(_move(txn, call, Move.INTERRUPT, now, code=ErrorCode.INTERRUPTED))
     return ended
 
 
@@ -602,7 +610,7 @@ def recover(txn: RuntimeTxn, now: str) -> list[Outcome]:
     """After a restart: approved or executing calls may have run; they end
     ``failed(interrupted)`` and are never run again."""
     return [
-        _move(txn, call, Move.INTERRUPT, now, code="interrupted")
+        _move(txn, call, Move.INTERRUPT, now, code=ErrorCode.INTERRUPTED)
         for call in open_calls(txn)
         if call.state in (State.APPROVED, State.EXECUTING)
     ]
@@ -805,7 +813,7 @@ class CapabilityGateway:
         if outcome is None:
             found = await self.get(key)
             if found is None:  # pragma: no cover - the key exists when _arrive said so
-                raise CapabilityRefused("capability_call_not_found")
+                raise CapabilityRefused(ErrorCode.CAPABILITY_CALL_NOT_FOUND.value)
             return found
         return self._after([outcome])[0]
 
