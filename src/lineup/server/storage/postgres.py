@@ -31,7 +31,7 @@ import base64
 import binascii
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
 from importlib import resources
 from typing import Any
@@ -121,6 +121,9 @@ class PostgresStorage:
         self._pending: list[tuple[str, int, bytes | None]] = []
         self._waiting: set[str] = set()  # conversations with a body being read back
         self._fetching: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[None]] = set()
+        """Follow-ups of notifications (read-backs, announcements): owned here until
+        they end, cancelled by ``close``, a failure logged by its type."""
         self.schema_version = 0
         self.listening = asyncio.Event()
 
@@ -149,6 +152,10 @@ class PostgresStorage:
 
     async def close(self) -> None:
         self._closing = True
+        for task in list(self._background):
+            task.cancel()
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
         if self._listen_task is not None:
             self._listen_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -235,7 +242,7 @@ class PostgresStorage:
         self._pending.append((conversation_id, seq, body))
         self._waiting.add(conversation_id)
         if self._fetching is None or self._fetching.done():
-            self._fetching = asyncio.create_task(self._fetch_pending())
+            self._fetching = self._spawn(self._fetch_pending())
 
     async def _fetch_pending(self) -> None:
         """Read back the bodies too large for their notification (one query per
@@ -272,8 +279,18 @@ class PostgresStorage:
         if payload in self._own_conversations:
             self._own_conversations.discard(payload)
             return
-        task = asyncio.create_task(self._announce(payload))
-        task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
+        self._spawn(self._announce(payload))
+
+    def _spawn(self, job: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.get_running_loop().create_task(job)
+        self._background.add(task)
+        task.add_done_callback(self._ended)
+        return task
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            log.error("storage job failed", extra={"error": type(exc).__name__})
 
     async def _announce(self, conversation_id: str) -> None:
         record = await self.get_conversation(conversation_id)
