@@ -1,13 +1,29 @@
 """Logging setup: one line per event, ``key=value`` fields from ``extra``.
 
-Only ids, types, codes, sizes and counts are ever passed as fields; message
-bodies, payloads, arguments, answers, tokens and passwords never are.
+Only types, codes, sizes, counts, technical ids and keyed hashes are ever passed as
+fields; message bodies, payloads, arguments, answers, tokens and passwords never
+are, and neither are the identities of users, agents and conversations: those are
+logged as ``pseudonym(value)``.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
+import secrets
 import sys
+
+_PSEUDONYM_KEY = secrets.token_bytes(32)
+"""This process's key: the same identity reads the same in one process's log (lines
+can be followed), and nothing in the log can be matched to an identity without it."""
+
+
+def pseudonym(identity: str) -> str:
+    """A keyed hash of a user, agent or conversation id, for a log line."""
+    digest = hmac.new(_PSEUDONYM_KEY, identity.encode(), hashlib.sha256).hexdigest()
+    return f"h:{digest[:16]}"
+
 
 _STANDARD = set(logging.LogRecord("x", 0, "x", 0, "x", None, None).__dict__) | {
     "message",

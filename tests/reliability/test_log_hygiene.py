@@ -159,6 +159,8 @@ async def test_no_canary_reaches_a_log_line_the_appserver_log_or_an_audit_row(
         cookie = log_canary.register(await client.session_cookie())
         secrets.append(cookie)
         conversation_id = await chat_id(client)
+        # Who talks to whom is not the log's business either: a keyed hash stands in.
+        identities = [client.runtime.session.user_id, AGENT, conversation_id]
         async with tab(client, cookie) as ws, running_agent(client, build) as running:
             frames = Frames(ws)
             await hello(ws)
@@ -256,3 +258,10 @@ async def test_no_canary_reaches_a_log_line_the_appserver_log_or_an_audit_row(
         for canary in [*planted, *secrets]:
             assert canary not in text, f"{canary!r} in {place}"
         assert log_canary.leaks_in(text) == [], place
+    for place, text in (
+        ("in-process log lines", "\n".join(lines)),
+        ("the AppServer's log", server_log),
+    ):
+        for identity in identities:  # (audit rows name them: the user's own record)
+            assert identity not in text, f"an identity in {place}"
+    assert "principal_id=h:" in server_log and "user_id=h:" in server_log

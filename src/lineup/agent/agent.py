@@ -22,6 +22,7 @@ import msgspec
 from lineup import wire
 from lineup.client import Backoff, Connection
 from lineup.client.connection import stream_url
+from lineup.logs import pseudonym
 from lineup.protocol import (
     Envelope,
     ErrorResponse,
@@ -202,7 +203,7 @@ class Agent:
         if isinstance(result, Rejection | Unsupported):
             log.warning(
                 "skipping an envelope this SDK cannot read",
-                extra={"conversation_id": conversation_id, "seq": frame.seq},
+                extra={"conversation_id": pseudonym(conversation_id), "seq": frame.seq},
             )
             envelope = None
         elif result.sender.kind == "agent":
@@ -211,7 +212,8 @@ class Agent:
             envelope = result
         if conversation_id not in self.conversations:
             log.warning(
-                "envelope for an unknown conversation", extra={"conversation_id": conversation_id}
+                "envelope for an unknown conversation",
+                extra={"conversation_id": pseudonym(conversation_id)},
             )
             return
         if envelope is not None:
@@ -323,7 +325,8 @@ class Agent:
                     response = await http.get(url, params=params)
             except httpx.TransportError:
                 log.info(
-                    "history read failed; retrying", extra={"conversation_id": conversation_id}
+                    "history read failed; retrying",
+                    extra={"conversation_id": pseudonym(conversation_id)},
                 )
             else:
                 if response.status_code not in (502, 503, 504):

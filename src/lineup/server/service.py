@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from lineup.logs import pseudonym
 from lineup.protocol import ErrorCode, Rejection, Unsupported, decode
 from lineup.protocol.codec import encode
 
@@ -98,7 +99,7 @@ class AppServerService:
         token = auth.new_user_token()
         expires_at = self.clock() + self.token_ttl
         await self.storage.add_token(auth.secret_hash(token), user.id, expires_at)
-        log.info("login", extra={"user_id": user.id})
+        log.info("login", extra={"user_id": pseudonym(user.id)})
         return token, user.id, expires_at
 
     async def logout(self, token: str) -> None:
@@ -157,7 +158,7 @@ class AppServerService:
         wanted = conversation_id or auth.new_id("conv")
         record = await self.storage.create_conversation(wanted, user_id, agent_id, title)
         if record is not None:
-            log.info("conversation created", extra={"conversation_id": wanted})
+            log.info("conversation created", extra={"conversation_id": pseudonym(wanted)})
             return record, True
         existing = await self.storage.get_conversation(wanted)
         if existing is not None and (existing.user_id, existing.agent_id, existing.title) == (
@@ -273,7 +274,7 @@ class AppServerService:
             log.debug(
                 "envelope stored",
                 extra={
-                    "conversation_id": request.conversation_id,
+                    "conversation_id": pseudonym(request.conversation_id),
                     "envelope_id": request.envelope_id,
                     "type": request.type,
                     "seq": outcome.seq,
@@ -284,7 +285,9 @@ class AppServerService:
         return Sent(request.conversation_id, request.envelope_id, outcome.seq, duplicate)
 
     def storage_failed(self, request: AppendRequest) -> ApiError:
-        log.exception("append failed", extra={"conversation_id": request.conversation_id})
+        log.exception(
+            "append failed", extra={"conversation_id": pseudonym(request.conversation_id)}
+        )
         return ApiError(ErrorCode.UNAVAILABLE, "storage is unavailable; retry the same envelope")
 
     async def read(
@@ -318,7 +321,7 @@ class AppServerService:
             "envelope refused",
             extra={
                 "principal": principal.kind,
-                "principal_id": principal.id,
+                "principal_id": pseudonym(principal.id),
                 "code": code.value,
                 "size": size,
             },

@@ -17,6 +17,7 @@ import msgspec
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from lineup import wire
+from lineup.logs import pseudonym
 from lineup.protocol import ErrorBody, ErrorCode
 
 from .errors import ApiError
@@ -243,6 +244,12 @@ async def stream_endpoint(websocket: WebSocket) -> None:
         await websocket.close(code=4401, reason=exc.code.value)
         return
     await websocket.accept()
-    log.info("stream opened", extra={"principal": principal.kind, "principal_id": principal.id})
+    log.info(
+        "stream opened",
+        extra={"principal": principal.kind, "principal_id": pseudonym(principal.id)},
+    )
     await StreamConnection(websocket, service, principal).run()
-    log.info("stream closed", extra={"principal": principal.kind, "principal_id": principal.id})
+    log.info(
+        "stream closed",
+        extra={"principal": principal.kind, "principal_id": pseudonym(principal.id)},
+    )
