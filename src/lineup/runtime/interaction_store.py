@@ -49,7 +49,8 @@ from .txn import RuntimeTxn, Sql
 class Outcome:
     """What one action did. ``won``: it made the interaction final (and queued the
     result); ``code``: why it was refused otherwise. ``card`` is the ``tool.call``
-    row with its new record, to show; ``outbox`` the result to send."""
+    row with its new record (shown to the hosts after the commit); ``outbox`` the
+    result queued (sent after the commit)."""
 
     interaction: InteractionRecord | None
     won: bool = False

@@ -133,17 +133,16 @@ def queue(
 ) -> OutboxItem:
     """Show an envelope of ours as ``sending`` and put it in the outbox; it is sent
     once the transaction commits (every outbox row is queued here)."""
-    conn = txn
-    conn.execute(
+    txn.execute(
         "INSERT INTO timeline (conversation_id, envelope_id, type, sender_kind, body, state,"
         " created_at) VALUES (?, ?, ?, ?, ?, 'sending', ?)",
         (conversation_id, envelope_id, type, sender_kind, body, now),
     )
-    cursor = conn.execute(
+    cursor = txn.execute(
         "INSERT INTO outbox (conversation_id, envelope_id, body, created_at) VALUES (?, ?, ?, ?)",
         (conversation_id, envelope_id, body, now),
     )
-    audit(conn, now, sender_kind, "send", f"{conversation_id}/{envelope_id}", "queued", type)
+    audit(txn, now, sender_kind, "send", f"{conversation_id}/{envelope_id}", "queued", type)
     assert cursor.lastrowid is not None
     item = OutboxItem(cursor.lastrowid, conversation_id, envelope_id, body)
     txn.send(item)

@@ -120,10 +120,10 @@ class LifecycleResult:
     """What one operation did.
 
     ``refusal``: the code when refused (then nothing else changed). ``effects``: the
-    effects carried out, in order. ``outbox``: the envelopes queued, in order, to send
-    now. ``records``: the instance records that are new or changed; ``dropped``: the
-    ids deleted; ``tool_calls``: the calls the operation ended. ``value``: the stored
-    value after the operation.
+    effects carried out, in order. ``outbox``: the envelopes queued, in order (the
+    unit of work sends them after the commit). ``records``: the instance records that
+    are new or changed; ``dropped``: the ids deleted; ``tool_calls``: the calls the
+    operation ended. ``value``: the stored value after the operation.
     """
 
     op: Op
@@ -282,35 +282,34 @@ def _run(value: Instances, op: Op, now: datetime) -> Outcome:
 def apply_lifecycle(txn: RuntimeTxn, op: Op, now: str) -> LifecycleResult:
     """Run ``op`` on the stored value and store everything it decided, atomically;
     after the commit the kernel adopts the new value and hosts hear the effects."""
-    conn = txn
     when = datetime.fromisoformat(now)
-    before = load(conn)
+    before = load(txn)
     subject = op.instance_id or "-"
     refusal: ErrorCode | None = None
     if (
         op.action is Action.OPEN
         and op.conversation_id is not None
-        and _agent_of(conn, op.conversation_id) is None
+        and _agent_of(txn, op.conversation_id) is None
     ):
         refusal = ErrorCode.LIFECYCLE_DENIED  # no such conversation: nothing to attach to
         outcome = Outcome(before, refusal=refusal)
-    elif op.action is Action.OPEN and _disabled(conn, op.app_scope):
+    elif op.action is Action.OPEN and _disabled(txn, op.app_scope):
         refusal = ErrorCode.APP_DISABLED
         outcome = Outcome(before, refusal=refusal)
     else:
         outcome = _run(before, op, when)
         refusal = outcome.refusal
     if refusal is not None:
-        audit(conn, now, op.actor, f"app.{op.action.value}", subject, "refused", refusal)
+        audit(txn, now, op.actor, f"app.{op.action.value}", subject, "refused", refusal)
         return LifecycleResult(op, before, refusal=refusal)
     after = outcome.value
-    save(conn, before, after)
+    save(txn, before, after)
     if op.action is not Action.RECOVER or outcome.effects:
-        audit(conn, now, op.actor, f"app.{op.action.value}", subject, "accepted")
+        audit(txn, now, op.actor, f"app.{op.action.value}", subject, "accepted")
     outbox: list[OutboxItem] = []
     calls: list[StoredToolCall] = []
     for effect in outcome.effects:
-        _carry_out(conn, effect, after, now, op, outbox, calls)
+        _carry_out(txn, effect, after, now, op, outbox, calls)
     changed = tuple(
         record
         for instance_id, record in after.records.items()

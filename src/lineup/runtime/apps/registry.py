@@ -571,24 +571,23 @@ def revision(conn: Sql) -> str:
 def refresh_inventory(txn: RuntimeTxn, now: str) -> tuple[ClientInventory, bool]:
     """The inventory to advertise, its counter bumped when the content changed since
     it was last stored. Returns it and whether it changed."""
-    conn = txn
-    content = build_inventory(conn)
+    content = build_inventory(txn)
     digest = ix.content_digest(content)
-    row = conn.execute("SELECT counter, digest FROM inventory_state WHERE id = 1").fetchone()
+    row = txn.execute("SELECT counter, digest FROM inventory_state WHERE id = 1").fetchone()
     if row is None:  # revision 1 is the content of a store without apps
         changed = digest != ix.content_digest(ix.inventory())
         counter = 2 if changed else 1
-        conn.execute(
+        txn.execute(
             "INSERT INTO inventory_state (id, counter, digest, updated_at) VALUES (1, ?, ?, ?)",
             (counter, digest, now),
         )
     elif row[1] != digest:
         counter, changed = row[0] + 1, True
-        conn.execute(
+        txn.execute(
             "UPDATE inventory_state SET counter = ?, digest = ?, updated_at = ? WHERE id = 1",
             (counter, digest, now),
         )
-        audit(conn, now, "runtime", "inventory", f"inv-{counter}", "changed")
+        audit(txn, now, "runtime", "inventory", f"inv-{counter}", "changed")
     else:
         counter, changed = row[0], False
     inventory = _with_revision(content, f"inv-{counter}")

@@ -159,31 +159,30 @@ def route(txn: RuntimeTxn, received: Received, intent: ToolCallIntent, now: str)
     """Check, bind and store one ordinary ``tool.call`` whose timeline row was just
     stored; ``None`` for a call id already spent (nothing is sent again). The app of
     the instance the call is bound to hears of it after the commit."""
-    conn = txn
     conversation_id = received.conversation_id
     call_id = intent.call_id
     envelope_id = received.envelope_id or ""
-    if call_spent(conn, conversation_id, call_id):
+    if call_spent(txn, conversation_id, call_id):
         subject = f"{conversation_id}/{call_id}"
-        audit(conn, now, "agent", "tool.call", subject, "duplicate", ErrorCode.CALL_ALREADY_FINAL)
+        audit(txn, now, "agent", "tool.call", subject, "duplicate", ErrorCode.CALL_ALREADY_FINAL)
         return None
     try:
         envelope = decode(received.body)
         if not isinstance(envelope, ToolCallEnvelope):  # classify already decoded it
             raise _Refused(ErrorCode.MALFORMED_ENVELOPE)
         p = envelope.payload
-        agent_id = _agent(conn, conversation_id)
+        agent_id = _agent(txn, conversation_id)
         if agent_id is None or agent_id != intent.sender_id:
             raise _Refused(ErrorCode.SENDER_MISMATCH)
-        current = registry.revision(conn)
+        current = registry.revision(txn)
         if p.inventory_revision != current:
             raise _Refused(
                 ErrorCode.INVENTORY_REVISION_MISMATCH,
                 f"the current inventory revision is {current}",
             )
-        found = registry.advertised_tool(conn, p.tool)
+        found = registry.advertised_tool(txn, p.tool)
         if found is None:
-            declared = registry.find_tool(conn, p.tool)
+            declared = registry.find_tool(txn, p.tool)
             if declared is None:
                 raise _Refused(ErrorCode.TOOL_NOT_ADVERTISED, f"{current} does not list this tool")
             if not declared.entry.enabled:
@@ -200,9 +199,9 @@ def route(txn: RuntimeTxn, received: Received, intent: ToolCallIntent, now: str)
         preferred = None
         if p.app_session_context is not None:
             preferred = _session_instance(
-                conn, p.app_session_context.app_session_id, conversation_id, agent_id, scope
+                txn, p.app_session_context.app_session_id, conversation_id, agent_id, scope
             )
-        value = instance_store.load(conn)
+        value = instance_store.load(txn)
         named = None if envelope.target is None else envelope.target.instance_id
         if named is not None:
             target_record = value.records.get(named)
@@ -239,7 +238,7 @@ def route(txn: RuntimeTxn, received: Received, intent: ToolCallIntent, now: str)
         )
         return Routed(code=refused.code)
     inserted = tool_call_store.insert(
-        conn,
+        txn,
         conversation_id,
         call_id,
         envelope_id,
@@ -250,17 +249,17 @@ def route(txn: RuntimeTxn, received: Received, intent: ToolCallIntent, now: str)
     )
     assert inserted.call is not None  # the call id was checked above
     assert not inserted.duplicate
-    conn.execute(
+    txn.execute(
         "UPDATE tool_calls SET app_id = ?, app_version = ? WHERE conversation_id = ?"
         " AND call_id = ?",
         (found.manifest.id, found.manifest.version, conversation_id, call_id),
     )
     if brought and descriptor.target.restore_previous_focus and before is not None:
-        conn.execute(
+        txn.execute(
             "UPDATE tool_calls SET restore_focus_to = ? WHERE conversation_id = ? AND call_id = ?",
             (before, conversation_id, call_id),
         )
-    tool_call_store.act(conn, conversation_id, call_id, Event.ROUTE, now)
+    tool_call_store.act(txn, conversation_id, call_id, Event.ROUTE, now)
     step = Event.DELIVER if record.state in _READY else Event.AWAIT_APP
     moved = tool_call_store.act(txn, conversation_id, call_id, step, now)
     txn.emit(ToolCallsChanged(frozenset({record.instance_id})))
@@ -310,19 +309,18 @@ def restore_focus(txn: RuntimeTxn, conversation_id: str, call_id: str, now: str)
     that held it before, if that one is still live and the call's instance still
     holds focus (a person who moved focus meanwhile keeps their choice). Runs once
     per call: the mark is cleared in the same transaction."""
-    conn = txn
-    row = conn.execute(
+    row = txn.execute(
         "SELECT restore_focus_to, instance_id, state FROM tool_calls"
         " WHERE conversation_id = ? AND call_id = ?",
         (conversation_id, call_id),
     ).fetchone()
     if row is None or row[0] is None or State(row[2]) not in SETTLED:
         return
-    conn.execute(
+    txn.execute(
         "UPDATE tool_calls SET restore_focus_to = NULL WHERE conversation_id = ? AND call_id = ?",
         (conversation_id, call_id),
     )
-    value = instance_store.load(conn)
+    value = instance_store.load(txn)
     previous = value.records.get(row[0])
     if value.focus != row[1] or previous is None or previous.state not in _BINDABLE:
         return
@@ -365,15 +363,14 @@ def _app_request(
     code: str | None = None,
     message: str | None = None,
 ) -> Receipt:
-    conn = txn
     _ready_waiting(txn, instance_id, now)
-    call = _bound(conn, instance_id, call_id)
+    call = _bound(txn, instance_id, call_id)
     if call is None:
-        audit(conn, now, "app", f"tool.{event.value}", instance_id, "refused", CALL_NOT_FOUND)
+        audit(txn, now, "app", f"tool.{event.value}", instance_id, "refused", CALL_NOT_FOUND)
         return _not_found(call_id)
     output_valid = True
     if event is Event.COMPLETE:
-        output_valid = isinstance(result, dict) and _output_problem(conn, call, result) is None
+        output_valid = isinstance(result, dict) and _output_problem(txn, call, result) is None
     outcome = tool_call_store.act(
         txn,
         call.conversation_id,
