@@ -47,7 +47,6 @@ from lineup.protocol.payloads import ClientInventory
 from . import receive, ui_surfaces
 from .apps import registry
 from .apps.app_api import AppApi
-from .apps.focus import CancelBoundTools
 from .apps.installer import CATALOG_INTERVAL, AppDelivery
 from .apps.kernel import AppKernel
 from .apps.registry import INITIAL_REVISION, AppRegistry
@@ -66,7 +65,6 @@ from .events import (
     InventoryChanged,
     Listener,
     RuntimeEvent,
-    ToolCallsChanged,
 )
 from .host_sessions import HostSessions
 from .interaction_store import Outcome
@@ -166,14 +164,7 @@ class Runtime:
         """Installed and enabled apps; the inventory they make."""
         self.tools = ToolRouter(self.store, clock=self._clock)
         """The Tool Router's app side: results, timeouts, acks of ordinary tool calls."""
-        self.capabilities = CapabilityGateway(
-            self.store,
-            clock=self._clock,
-            emit=self._emit,
-            inventory_changed=self.registry.refresh,
-            apps_told=lambda ids: self._emit(ToolCallsChanged(ids, "capabilities")),
-            deadline_added=self._expiry_changed.set,
-        )
+        self.capabilities = CapabilityGateway(self.store, clock=self._clock)
         """Host capabilities: what agents and apps request, decided and answered once."""
         self.app_api = AppApi(
             self.store, self.apps, self.tools, self.capabilities, clock=self._clock
@@ -250,22 +241,13 @@ class Runtime:
         if isinstance(event, InventoryChanged):
             self._accept_scopes(event.inventory)
             return  # internal: hosts are not told
-        if isinstance(event, AppsChanged):
-            if not event.effects:
-                return  # the kernel adopted the value; nothing for hosts
-            self._cancel_app_capabilities(event)
+        if isinstance(event, AppsChanged) and not event.effects:
+            return  # the kernel adopted the value; nothing for hosts
         for listener in list(self._listeners):
             try:
                 listener(event)
             except Exception:
                 log.exception("runtime listener failed")
-
-    def _cancel_app_capabilities(self, event: AppsChanged) -> None:
-        """An app instance whose tools are cancelled (closed, failed) cannot take a
-        capability's result either: its calls still waiting end ``cancelled``."""
-        ended = {e.instance_id for e in event.effects if isinstance(e, CancelBoundTools)}
-        for instance_id in ended:
-            self._spawn(self.capabilities.cancel_for_app(instance_id))
 
     def _spawn(self, job: Coroutine[Any, Any, None]) -> None:
         """Follow-up work of a commit: in the sync loop's task group while it runs,

@@ -45,7 +45,8 @@ class Harness(StoreHarness):
 
     async def start(self) -> CapabilityGateway:
         self.events = []
-        self.gateway = CapabilityGateway(self.db, clock=self.clock, emit=self._event)
+        self.db.listen(emit=self._event)  # what every committed unit of work tells hosts
+        self.gateway = CapabilityGateway(self.db, clock=self.clock)
         await self.gateway.recover()
         return self.gateway
 
@@ -78,10 +79,7 @@ class Harness(StoreHarness):
         frame = wire.EnvelopeFrame(
             conversation_id=C1.id, seq=self.next_seq(C1.id), envelope=msgspec.Raw(body)
         )
-        applied = await apply_received(
-            self.db, [classify(frame, SCOPES)], remembered=self.g.remembered()
-        )
-        self.events.extend(e for e in applied.events if isinstance(e, CapabilitiesChanged))
+        await apply_received(self.db, [classify(frame, SCOPES)], remembered=self.g.remembered())
         return CallKey(C1.id, call_id, "agent")
 
     async def state(self, key: CallKey) -> tuple[State, str | None]:
