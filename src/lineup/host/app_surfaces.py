@@ -24,7 +24,7 @@ from typing import Any
 from lineup.runtime import Runtime, TimelineChanged, TimelineItem
 from lineup.runtime.apps.app_api import AppApiError
 from lineup.runtime.apps.focus import CloseSurfaces
-from lineup.runtime.apps.lifecycle import LIVE
+from lineup.runtime.apps.lifecycle import MOUNTABLE
 from lineup.runtime.apps.lifecycle import State as AppState
 from lineup.runtime.events import AppsChanged
 from lineup.runtime.ui_surfaces import UiEventRefused
@@ -54,7 +54,7 @@ class AppSurfaces:
     async def mount(self, frame: channel.MountRequest) -> channel.Mounted:
         instance_id = frame.instance_id
         record = self.runtime.apps.record(instance_id)
-        if record is None or record.state not in LIVE or record.state is AppState.STOPPING:
+        if record is None or record.state not in MOUNTABLE:
             return channel.Mounted(instance_id=instance_id, outcome="app_instance_not_found")
         source = await self.runtime.registry.surface(record.app_scope)
         if source is None:
