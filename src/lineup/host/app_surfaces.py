@@ -25,7 +25,7 @@ from lineup.protocol import ErrorCode
 from lineup.runtime import Runtime, TimelineChanged, TimelineItem
 from lineup.runtime.apps.app_api import AppApiError
 from lineup.runtime.apps.focus import CloseSurfaces
-from lineup.runtime.apps.lifecycle import LIVE
+from lineup.runtime.apps.lifecycle import MOUNTABLE
 from lineup.runtime.apps.lifecycle import State as AppState
 from lineup.runtime.events import AppsChanged
 from lineup.runtime.ui_surfaces import UiEventRefused
@@ -55,7 +55,7 @@ class AppSurfaces:
     async def mount(self, frame: channel.MountRequest) -> channel.Mounted:
         instance_id = frame.instance_id
         record = self.runtime.apps.record(instance_id)
-        if record is None or record.state not in LIVE or record.state is AppState.STOPPING:
+        if record is None or record.state not in MOUNTABLE:
             return channel.Mounted(
                 instance_id=instance_id, outcome=ErrorCode.APP_INSTANCE_NOT_FOUND
             )

@@ -13,7 +13,7 @@ handlers queue, show and wake up follows the commit through the unit of work
   (``interaction_store.create``), or is refused with its one result.
 - ``interaction.dismiss`` (``_dismiss``): the agent takes a pending question back.
 - ``app.call`` (``_capability_call``): an agent's capability request reaches the
-  gateway.
+  gateway's store (``capabilities.call_store.receive``).
 - ``ui.open`` / ``ui.patch`` / ``ui.close`` (``_surface``): an agent's surface is
   opened, patched or closed.
 - anything else: stored and shown.
@@ -44,8 +44,7 @@ from lineup.protocol.payloads import ClientInventory
 from . import interaction_store, ui_surfaces
 from .apps import instance_store, router
 from .apps.registry import INITIAL_REVISION
-from .capabilities import gateway
-from .capabilities.calls import OPEN as CAPABILITY_OPEN
+from .capabilities import call_store
 from .events import ToolCallsChanged
 from .records import DismissIntent, Received, ToolCallIntent
 from .tables import audit, get_item, show
@@ -94,12 +93,7 @@ def _dismiss(txn: RuntimeTxn, item: Received, ctx: Context) -> None:
 def _capability_call(txn: RuntimeTxn, item: Received, ctx: Context) -> None:
     if item.sender_kind != "agent":
         return
-    arrived = gateway.receive(txn, item, ctx.now, ctx.remembered)
-    if arrived is None or arrived.call is None:
-        return
-    txn.emit(gateway.CapabilitiesChanged((arrived.call,)))
-    if arrived.call.state in CAPABILITY_OPEN:
-        txn.deadline_added()  # its expires_at
+    call_store.receive(txn, item, ctx.now, ctx.remembered)  # tells hosts, wakes the timer
 
 
 def _surface(txn: RuntimeTxn, item: Received, ctx: Context) -> None:

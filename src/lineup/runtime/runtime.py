@@ -14,7 +14,7 @@ import contextlib
 import logging
 import os
 import uuid
-from collections.abc import Callable, Collection, Coroutine, Iterable
+from collections.abc import Callable, Collection, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,6 @@ from lineup.protocol.payloads import ClientInventory
 from . import appserver_api, receive, ui_surfaces
 from .apps import registry
 from .apps.app_api import AppApi
-from .apps.focus import CancelBoundTools
 from .apps.installer import CATALOG_INTERVAL, AppDelivery
 from .apps.kernel import AppKernel
 from .apps.registry import AppRegistry
@@ -58,7 +57,6 @@ from .events import (
     InventoryChanged,
     Listener,
     RuntimeEvent,
-    ToolCallsChanged,
 )
 from .host_sessions import HostSessions
 from .interaction_store import Outcome
@@ -143,21 +141,13 @@ class Runtime:
         self.logged_in = asyncio.Event()
         self._expiry_changed = asyncio.Event()
         self._drafts: dict[str, str] = {}  # interaction id -> unsent input (memory only)
-        self._background: set[asyncio.Task[None]] = set()
         self.apps = AppKernel(self.store, clock=self._clock)
         """The MiniApp kernel: instances, focus and their sub-sessions."""
         self.registry = AppRegistry(self.store, clock=self._clock, initial=INVENTORY)
         """Installed and enabled apps; the inventory they make."""
         self.tools = ToolRouter(self.store, clock=self._clock)
         """The Tool Router's app side: results, timeouts, acks of ordinary tool calls."""
-        self.capabilities = CapabilityGateway(
-            self.store,
-            clock=self._clock,
-            emit=self._emit,
-            inventory_changed=self.registry.refresh,
-            apps_told=lambda ids: self._emit(ToolCallsChanged(ids, "capabilities")),
-            deadline_added=self._expiry_changed.set,
-        )
+        self.capabilities = CapabilityGateway(self.store, clock=self._clock)
         """Host capabilities: what agents and apps request, decided and answered once."""
         self.app_api = AppApi(
             self.store, self.apps, self.tools, self.capabilities, clock=self._clock
@@ -234,32 +224,13 @@ class Runtime:
         if isinstance(event, InventoryChanged):
             self._accept_scopes(event.inventory)
             return  # internal: hosts are not told
-        if isinstance(event, AppsChanged):
-            if not event.effects:
-                return  # the kernel adopted the value; nothing for hosts
-            self._cancel_app_capabilities(event)
+        if isinstance(event, AppsChanged) and not event.effects:
+            return  # the kernel adopted the value; nothing for hosts
         for listener in list(self._listeners):
             try:
                 listener(event)
-            except Exception:
-                log.exception("runtime listener failed")
-
-    def _cancel_app_capabilities(self, event: AppsChanged) -> None:
-        """An app instance whose tools are cancelled (closed, failed) cannot take a
-        capability's result either: its calls still waiting end ``cancelled``."""
-        ended = {e.instance_id for e in event.effects if isinstance(e, CancelBoundTools)}
-        for instance_id in ended:
-            self._spawn(self.capabilities.cancel_for_app(instance_id))
-
-    def _spawn(self, job: Coroutine[Any, Any, None]) -> None:
-        """Follow-up work of a commit: in the sync loop's task group while it runs,
-        else a tracked task; a failure is logged by its type, never lost."""
-        if self._tasks is not None:
-            self._tasks.create_task(_logged(job))
-            return
-        task = asyncio.get_running_loop().create_task(_logged(job))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+            except Exception as exc:  # one host's bug never stops the others hearing
+                log.error("runtime listener failed", extra={"error": type(exc).__name__})
 
     # --- session ----------------------------------------------------------------------------
 
@@ -637,13 +608,6 @@ class Runtime:
         """The Web Host's browser sessions and one-time login links, kept in this
         Runtime's store (the host holds the cookie, never the table)."""
         return HostSessions(self.store)
-
-
-async def _logged(job: Coroutine[Any, Any, None]) -> None:
-    try:
-        await job
-    except Exception as exc:
-        log.error("runtime job failed", extra={"error": type(exc).__name__})
 
 
 def _conversation_txn(

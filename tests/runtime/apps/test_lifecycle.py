@@ -27,8 +27,11 @@ from lineup.runtime.apps.focus import (
     recover,
 )
 from lineup.runtime.apps.lifecycle import (
+    BINDABLE,
     FINAL,
     LIVE,
+    MOUNTABLE,
+    READY,
     TRANSITIONS,
     Decision,
     Event,
@@ -541,3 +544,18 @@ def test_recovery_keeps_only_the_newest_final_records() -> None:
     assert out.effects == tuple(InstanceDropped(f"i{i}") for i in (2, 3, 4, 5))
     assert set(recover(value, max_final=0).value.records) == {"live"}
     assert recover(value).value == value  # 64 by default
+
+
+def test_which_live_states_take_work() -> None:
+    """The one place that says it: ready instances run a call at once, bindable ones
+    may be given one (it waits until they are ready), mountable ones show surfaces;
+    a stopping instance takes nothing new, and no final one takes anything."""
+    assert {State.FOREGROUND, State.BACKGROUND} == READY
+    assert READY | {State.STARTING, State.SUSPENDED} == BINDABLE
+    assert LIVE - {State.STOPPING} == MOUNTABLE
+    assert State.STOPPING not in BINDABLE | MOUNTABLE
+    assert not (READY | BINDABLE | MOUNTABLE) & FINAL
+    # a bindable instance that is not ready becomes ready by a move of the table
+    for state in BINDABLE - READY:
+        reachable = {to for (start, _), to in TRANSITIONS.items() if start is state}
+        assert reachable & READY, state

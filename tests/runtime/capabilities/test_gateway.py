@@ -28,10 +28,11 @@ from lineup.runtime.capabilities.gateway import (
     CapabilityGateway,
     CapabilityRefused,
 )
+from lineup.runtime.events import AppsChanged, ToolCallsChanged
 from lineup.runtime.runtime import STORE_FILE
 from tests.runtime.apps.test_router import C1, SCOPES
 from tests.runtime.test_runtime import ROOT
-from tests.support.app_kernel import queued
+from tests.support.app_kernel import APP, KernelHarness, queued
 from tests.support.interactions import T0, StoreHarness, envelope
 from tests.support.receiving import apply_received
 
@@ -45,7 +46,8 @@ class Harness(StoreHarness):
 
     async def start(self) -> CapabilityGateway:
         self.events = []
-        self.gateway = CapabilityGateway(self.db, clock=self.clock, emit=self._event)
+        self.db.listen(emit=self._event)  # what every committed unit of work tells hosts
+        self.gateway = CapabilityGateway(self.db, clock=self.clock)
         await self.gateway.recover()
         return self.gateway
 
@@ -78,10 +80,7 @@ class Harness(StoreHarness):
         frame = wire.EnvelopeFrame(
             conversation_id=C1.id, seq=self.next_seq(C1.id), envelope=msgspec.Raw(body)
         )
-        applied = await apply_received(
-            self.db, [classify(frame, SCOPES)], remembered=self.g.remembered()
-        )
-        self.events.extend(e for e in applied.events if isinstance(e, CapabilitiesChanged))
+        await apply_received(self.db, [classify(frame, SCOPES)], remembered=self.g.remembered())
         return CallKey(C1.id, call_id, "agent")
 
     async def state(self, key: CallKey) -> tuple[State, str | None]:
@@ -443,3 +442,50 @@ async def test_a_closed_app_s_waiting_calls_end_cancelled(h: Harness) -> None:
     await h.g.cancel_for_app("notes.abc")
     assert await h.state(asked.key) == (State.CANCELLED, "app_closed")
     assert (await h.state(other.key))[0] is State.AWAITING_CONSENT
+
+
+async def test_closing_an_instance_cancels_its_calls_in_the_same_transaction(
+    tmp_path: Path,
+) -> None:
+    """The lifecycle change that closes (or fails) an instance ends its capability
+    calls still waiting or approved, ``cancelled(app_closed)``, in its own transaction:
+    hosts hear them with the close, and the instance's SDK is told; a call already
+    running finishes as it will."""
+    h = KernelHarness(tmp_path / STORE_FILE)
+    await h.open()
+    await h.setup(C1)
+    heard: list[object] = []
+    h.db.listen(emit=heard.append)
+    gateway = CapabilityGateway(h.db, clock=h.clock)
+    await gateway.provide(ALL)
+    record = await h.k.open_instance(APP, conversation_id=C1.id)
+    instance = record.instance_id
+    assert (await h.k.started(instance)).accepted
+
+    async def ask(call_id: str, name: str, arguments: dict[str, Any]) -> CallKey:
+        key = CallKey(C1.id, call_id, "app")
+        await gateway.request_from_app(
+            key, instance, [name], name, arguments, "why", T0 + timedelta(minutes=1)
+        )
+        return key
+
+    waiting = await ask("cap_1", "clipboard.write", {"text": "x"})
+    approved = await ask("cap_2", "notification.show", {"title": "t"})
+    running = await ask("cap_3", "app.open_url", URL)
+    await gateway.decide(running, allow=True)
+    await gateway.claim(running)
+    heard.clear()
+
+    receipt = await h.k.request_close(instance)
+    assert receipt.accepted
+    for key in (waiting, approved):
+        call = await gateway.get(key)
+        assert call is not None and (call.state, call.code) == (State.CANCELLED, "app_closed")
+    call = await gateway.get(running)
+    assert call is not None and call.state is State.EXECUTING
+    [changed] = [e for e in heard if isinstance(e, CapabilitiesChanged)]
+    assert {c.key.call_id for c in changed.calls} == {"cap_1", "cap_2"}
+    told = [e for e in heard if isinstance(e, ToolCallsChanged) and e.topic == "capabilities"]
+    assert told == [ToolCallsChanged(frozenset({instance}), "capabilities")]
+    assert any(isinstance(e, AppsChanged) for e in heard)  # the close, in the same commit
+    await h.close()

@@ -1,16 +1,19 @@
 """Installing, updating, revoking and removing delivered MiniApps: the async face of
 ``releases`` (spec 002 §9.2).
 
-An install runs: the release is looked up (in the catalog, or given), refused early
-if it cannot be installed here (revoked, downgrade, untrusted key, bad signature, too
-large, host too old), its artifact is downloaded into memory (never more than its
-stated length), checked (length, SHA-256, archive, bundle, release match), written to
-the verified cache (temp file, fsync, rename) and only then recorded, in one
-transaction, as the version in use. A failure at any step writes nothing the
-registry names and leaves the active version as it was; it is audited with its code.
+An install is the pure machine in ``bundle_install``: the installer does the one step each
+state names (look the release up in the catalog, or take the one given; check it is
+installable here and signed by a trusted key; download the artifact into memory,
+never more than its stated length; check it: length, SHA-256, archive, bundle,
+release match; write it to the verified cache: temp file, fsync, rename; record it,
+in one transaction, as the version in use), reports how the step went and carries
+out what the machine decides: the next step, or the code to stop with, whether to
+audit and whether to sweep the cache. A stopped install writes nothing the registry
+names and leaves the active version as it was.
 
-One install, revocation or removal runs at a time (a lock), so the cache sweep at
-start-up is the only place a cached file is deleted while nothing is in flight.
+One install, revocation or removal runs at a time (a lock, held from the check to the
+record), so the cache sweep at start-up is the only place a cached file is deleted
+while nothing is in flight.
 """
 
 from __future__ import annotations
@@ -28,11 +31,12 @@ from lineup.delivery.errors import DeliveryError, DeliveryErrorCode
 from lineup.delivery.keys import PublicKey
 from lineup.delivery.release import Release, decode_release
 from lineup.delivery.verify import Verified, check_artifact, check_release
+from lineup.formats.bundle import AppBundle
 from lineup.protocol import ErrorCode
 
 from ..tables import audit
 from ..txn import RuntimeTxn
-from . import registry, releases
+from . import bundle_install, registry, releases
 
 if TYPE_CHECKING:
     from ..store import RuntimeStore
@@ -51,6 +55,28 @@ class AppCentreChanged:
     show the app centre again. ``fallbacks`` are the rollbacks a revocation caused."""
 
     fallbacks: tuple[releases.Fallback, ...] = ()
+
+
+_MESSAGES: dict[str, str] = {DeliveryErrorCode.NOT_IN_CATALOG: "the catalog has no such release"}
+"""The message of a refusal the machine decides itself (the others keep the step's)."""
+
+
+@dataclass(slots=True)
+class _Job:
+    """One install as it goes: where it is (``state``) and what its steps found."""
+
+    subject: str
+    """``app_id@version``, for the audit and the log."""
+    enable: bool
+    app_id: str
+    version: str
+    state: bundle_install.State = bundle_install.State.REQUESTED
+    release: Release | None = None
+    fetch: Callable[[Release], Awaitable[bytes]] | None = None
+    key: PublicKey | None = None
+    artifact: bytes | None = None
+    bundle: AppBundle | None = None
+    installed: registry.Installed | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,17 +136,7 @@ class AppDelivery:
     ) -> registry.Installed:
         """Install ``app_id`` at exactly ``version`` from the catalog (fetched now if
         the stored one does not list it). Raises ``DeliveryError`` / ``RegistryError``."""
-        release = await self._store.db.read(releases.catalog_release, app_id, version)
-        if release is None:
-            await self.refresh_catalog()
-            release = await self._store.db.read(releases.catalog_release, app_id, version)
-        if release is None:
-            await self._refused(f"{app_id}@{version}", DeliveryErrorCode.NOT_IN_CATALOG)
-            raise DeliveryError(DeliveryErrorCode.NOT_IN_CATALOG, "the catalog has no such release")
-        client = self._client()
-        if client is None:
-            raise DeliveryError(DeliveryErrorCode.CATALOG_UNAVAILABLE, "not logged in")
-        return await self._install(release, client.download, enable)
+        return await self._drive(_Job(f"{app_id}@{version}", enable, app_id, version))
 
     async def update(self, app_id: str, version: str) -> registry.Installed:
         """Move an installed app to ``version`` (newer than the one in use; nothing
@@ -140,41 +156,108 @@ class AppDelivery:
         async def given(_: Release) -> bytes:
             return artifact
 
-        return await self._install(release, given, enable)
-
-    async def _install(
-        self, release: Release, fetch: Callable[[Release], Awaitable[bytes]], enable: bool
-    ) -> registry.Installed:
         subject = f"{release.app_id}@{release.version}"
-        async with self._lock:
-            try:
-                await self._store.db.read(releases.check_installable, release)
-                trust = await self.trust()
-                key = check_release(release, trust.keys, trust.revoked)
-                artifact = await fetch(release)
-                verified = await asyncio.to_thread(self._verify_and_cache, release, key, artifact)
-                result: registry.Installed = await self._store.db.write(
-                    _record_txn, verified, self._now(), self.cache, enable
-                )
-            except (DeliveryError, registry.RegistryError) as exc:
-                await self._refused(subject, exc.code)
-                await self._sweep()  # a file written for a refused install goes now
-                raise
-        log.info(
-            "app release installed",
-            extra={"app_id": release.app_id, "version": release.version, "bytes": release.length},
-        )
-        return result
+        job = _Job(subject, enable, release.app_id, release.version, bundle_install.State.FOUND)
+        job.release, job.fetch = release, given
+        return await self._drive(job)
 
-    def _verify_and_cache(self, release: Release, key: PublicKey, artifact: bytes) -> Verified:
-        bundle = check_artifact(release, artifact)
+    async def _drive(self, job: _Job) -> registry.Installed:
+        """Run the install's steps (``bundle_install.STEP``) until it ends: the lookup first,
+        then the rest under the lock (``bundle_install.LOCKED``)."""
+        while job.state in bundle_install.OPEN - bundle_install.LOCKED:
+            await self._advance(job)
+        if job.state in bundle_install.LOCKED:
+            async with self._lock:
+                while job.state not in bundle_install.FINAL:
+                    await self._advance(job)
+        assert job.installed is not None  # a stopped install raised
+        return job.installed
+
+    async def _advance(self, job: _Job) -> None:
+        """Do the step ``job`` is at, ask the machine what it means and carry it out;
+        raises what stopped the install once its effects are done."""
+        error: DeliveryError | registry.RegistryError | None = None
+        try:
+            event = await self._do(bundle_install.STEP[job.state], job)
+        except (DeliveryError, registry.RegistryError) as exc:
+            error = exc
+            decision = bundle_install.decide(job.state, bundle_install.Event.ERROR, code=exc.code)
+        else:
+            decision = bundle_install.decide(job.state, event)
+        if decision.to is None:  # pragma: no cover - every step reports a move of the table
+            raise RuntimeError(f"install step out of order: {decision.refusal}")
+        job.state = decision.to
+        for effect in decision.effects:
+            if isinstance(effect, bundle_install.AuditRefusal):
+                assert decision.code is not None
+                await self._refused(job.subject, decision.code)
+            elif isinstance(effect, bundle_install.SweepCache):
+                await self._sweep()  # a file written for a refused install goes now
+            elif isinstance(effect, bundle_install.LogInstalled):
+                assert job.release is not None
+                release = job.release
+                log.info(
+                    "app release installed",
+                    extra={
+                        "app_id": release.app_id,
+                        "version": release.version,
+                        "bytes": release.length,
+                    },
+                )
+        if job.state in (bundle_install.State.REFUSED, bundle_install.State.FAILED):
+            assert decision.code is not None
+            raise error or DeliveryError(decision.code, _MESSAGES[decision.code])
+
+    async def _do(self, step: bundle_install.Step, job: _Job) -> bundle_install.Event:
+        """The I/O of one step; raises ``DeliveryError`` / ``RegistryError`` when it
+        stops."""
+        if step is bundle_install.Step.LOOK_UP:
+            return await self._look_up(job)
+        if step is bundle_install.Step.REFRESH:
+            await self.refresh_catalog()
+            return await self._look_up(job)
+        release = job.release
+        assert release is not None
+        if step is bundle_install.Step.CHECK:
+            await self._store.db.read(releases.check_installable, release)
+            trust = await self.trust()
+            job.key = check_release(release, trust.keys, trust.revoked)
+        elif step is bundle_install.Step.FETCH:
+            assert job.fetch is not None
+            job.artifact = await job.fetch(release)
+        elif step is bundle_install.Step.VERIFY:
+            assert job.artifact is not None
+            job.bundle = await asyncio.to_thread(check_artifact, release, job.artifact)
+        elif step is bundle_install.Step.CACHE:
+            assert job.artifact is not None
+            await asyncio.to_thread(self._cache, release, job.artifact)
+        elif step is bundle_install.Step.RECORD:
+            assert job.key is not None
+            assert job.artifact is not None
+            assert job.bundle is not None
+            verified = Verified(release, job.key, job.artifact, job.bundle)
+            job.installed = await self._store.db.write(
+                _record_txn, verified, self._now(), self.cache, job.enable
+            )
+        return bundle_install.Event.OK
+
+    async def _look_up(self, job: _Job) -> bundle_install.Event:
+        found = await self._store.db.read(releases.catalog_release, job.app_id, job.version)
+        if found is None:
+            return bundle_install.Event.MISSING
+        client = self._client()
+        if client is None:
+            raise DeliveryError(DeliveryErrorCode.CATALOG_UNAVAILABLE, "not logged in")
+        job.release, job.fetch = found, client.download
+        return bundle_install.Event.OK
+
+    def _cache(self, release: Release, artifact: bytes) -> None:
         try:
             self.cache.write(release.sha256, artifact)
         except OSError:
             raise DeliveryError(
                 DeliveryErrorCode.CACHE_UNAVAILABLE, "the verified cache cannot be written"
             ) from None
-        return Verified(release, key, artifact, bundle)
 
     async def _refused(self, subject: str, code: str) -> None:
         log.warning("app release refused", extra={"subject": subject, "code": code})

@@ -14,7 +14,9 @@ stores the new value and carries out every effect the operation returned, in ord
   which the router reads; surfaces are closed by the host that hears the effect.
 - ``CancelBoundTools``: ``tool_call_store.close_instance``: one ``cancelled`` result
   row per unfinished bound call (``app_closed``, or ``app_failed`` after a failure);
-  ``submitted`` calls are untouched.
+  ``submitted`` calls are untouched. The instance's own capability calls still
+  waiting or approved end ``cancelled(app_closed)`` (``capabilities.call_store``):
+  it cannot take their results either.
 - ``EndAppSession``: the sub-session becomes ``closed`` and
   ``lineup.v1.app_session.closed`` is queued, listing the call ids of that
   sub-session's interactions still ``pending``. They are not cancelled: they stay
@@ -45,6 +47,7 @@ from lineup.protocol import (
 from lineup.protocol.fields import MAX_LABEL_CHARS, MAX_LIST_ITEMS
 
 from .. import interaction_store
+from ..capabilities import call_store as capability_calls
 from ..events import AppsChanged
 from ..records import OutboxItem
 from ..tables import audit, queue_from_runtime
@@ -356,6 +359,7 @@ def _carry_out(
                 calls.append(ended.call)
             if ended.outbox is not None:
                 outbox.append(ended.outbox)
+        capability_calls.cancel_for_app(txn, effect.instance_id, now)
     elif isinstance(effect, CloseSurfaces):
         audit(txn, now, "runtime", "app.surfaces", effect.instance_id, "closed")
     elif isinstance(effect, EndAppSession):

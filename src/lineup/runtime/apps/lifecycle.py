@@ -23,8 +23,11 @@ from enum import StrEnum
 from lineup.protocol import ErrorCode
 
 __all__ = [
+    "BINDABLE",
     "FINAL",
     "LIVE",
+    "MOUNTABLE",
+    "READY",
     "TRANSITIONS",
     "Decision",
     "Event",
@@ -108,6 +111,17 @@ changes nothing. Every other (state, event) pair is refused with
 FINAL = frozenset({State.STOPPED, State.FAILED})
 LIVE = frozenset(State) - FINAL
 """Live instances are in the focus stack; final ones never are, and never move."""
+
+READY = frozenset({State.FOREGROUND, State.BACKGROUND})
+"""Instances that run a tool call now: a call handed to one is ``running`` at once."""
+
+BINDABLE = READY | {State.STARTING, State.SUSPENDED}
+"""Instances a tool call may be bound to (the router picks among them; a call to one
+not ``READY`` waits until it is), and that focus may be given back to. A
+``stopping`` instance takes no new work: its close is under way."""
+
+MOUNTABLE = LIVE - {State.STOPPING}
+"""Instances a host may show a surface of (a stopping one's surfaces are coming down)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -66,7 +66,7 @@ from lineup.protocol.fields import CAPABILITY_NAME_PATTERN, CAPABILITY_VERSION_P
 from lineup.protocol.payloads import AppList, CapabilityDescriptor, ClientInventory, ToolDescriptor
 
 from .. import interaction_store
-from ..capabilities.gateway import declared as host_declared
+from ..capabilities.declared import declared as host_declared
 from ..events import InventoryChanged, RuntimeEvent
 from ..records import OutboxItem
 from ..tables import audit, has_session, queue_from_runtime

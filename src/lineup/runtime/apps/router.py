@@ -75,7 +75,7 @@ from . import instance_store, registry, tool_call_store
 from .focus import Instances
 from .instance_store import Action, LifecycleResult, Op
 from .kernel import Receipt as LifecycleReceipt
-from .lifecycle import MiniAppInstanceRecord
+from .lifecycle import BINDABLE, READY, MiniAppInstanceRecord
 from .lifecycle import State as AppState
 from .tool_call_store import CallOutcome, StoredToolCall
 from .tool_calls import CALL_NOT_FOUND, SETTLED, Event, Receipt, State
@@ -91,8 +91,6 @@ __all__ = [
 ]
 
 _CODE = re.compile(ERROR_CODE_PATTERN)
-_READY = frozenset({AppState.FOREGROUND, AppState.BACKGROUND})
-_BINDABLE = _READY | {AppState.STARTING, AppState.SUSPENDED}
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +140,7 @@ def _pick(
         r.instance_id: r
         for r in value.live()
         if r.app_scope == scope
-        and r.state in _BINDABLE
+        and r.state in BINDABLE
         and r.conversation_id in (None, conversation_id)
     }
     if preferred is not None:
@@ -260,7 +258,7 @@ def route(txn: RuntimeTxn, received: Received, intent: ToolCallIntent, now: str)
             (before, conversation_id, call_id),
         )
     tool_call_store.act(txn, conversation_id, call_id, Event.ROUTE, now)
-    step = Event.DELIVER if record.state in _READY else Event.AWAIT_APP
+    step = Event.DELIVER if record.state in READY else Event.AWAIT_APP
     moved = tool_call_store.act(txn, conversation_id, call_id, step, now)
     txn.emit(ToolCallsChanged(frozenset({record.instance_id})))
     txn.deadline_added()  # the call's timeout
@@ -290,7 +288,7 @@ def _ready_waiting(txn: RuntimeTxn, instance_id: str, now: str) -> list[CallOutc
     row = txn.execute(
         "SELECT state FROM app_instances WHERE instance_id = ?", (instance_id,)
     ).fetchone()
-    if row is None or AppState(row[0]) not in _READY:
+    if row is None or AppState(row[0]) not in READY:
         return []
     return [
         tool_call_store.act(txn, c.conversation_id, c.call_id, Event.APP_READY, now)
@@ -322,7 +320,7 @@ def restore_focus(txn: RuntimeTxn, conversation_id: str, call_id: str, now: str)
     )
     value = instance_store.load(txn)
     previous = value.records.get(row[0])
-    if value.focus != row[1] or previous is None or previous.state not in _BINDABLE:
+    if value.focus != row[1] or previous is None or previous.state not in BINDABLE:
         return
     instance_store.apply_lifecycle(txn, Op(Action.REQUEST_FOREGROUND, row[0], actor="runtime"), now)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from .gateway import declared
+from .declared import declared
 
 __all__ = ["artifact_results", "declared_names"]
 
