@@ -10,22 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import os
-import shutil
 import sqlite3
-import tempfile
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     Bundle,
-    RuleBasedStateMachine,
     consumes,
     invariant,
     precondition,
@@ -44,8 +39,7 @@ from tests.support.interactions import (
     result_id,
 )
 from tests.support.receiving import apply_received
-
-T = TypeVar("T")
+from tests.support.store_machine import StoreMachine
 
 A = Conversation("conv-a", "agent-a")
 B = Conversation("conv-b", "agent-b")
@@ -69,7 +63,6 @@ ANSWERABLE = (ix.CHOICE, ix.CONFIRM, ix.INPUT)
 DELAYS = (None, 60_000, 60_000, 61_000, 120_000, 3_600_000, 86_400_000)
 STEPS_MS = (1, 999, 59_999, 60_000, 60_000, 60_001, 900_000, 3_600_000, 86_400_000, 86_400_001)
 
-SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
 """One fresh directory per example, on tmpfs when there is one: the store runs its
 own code and settings (WAL, ``synchronous=FULL``) unchanged; only the fsyncs cost
 nothing, which halves the wall time of 500 runs. Durability itself is proved against
@@ -116,14 +109,12 @@ def wins(call: Call, event: Event, now: datetime) -> tuple[str | None, str | Non
     return None, "interaction_expired" if call.state == "expired" else "call_already_final"
 
 
-class InteractionMachine(RuleBasedStateMachine):
+class InteractionMachine(StoreMachine):
     calls = Bundle("calls")
     controls = Bundle("controls")
 
     def __init__(self) -> None:
         super().__init__()
-        self.loop = asyncio.new_event_loop()
-        self.dir = Path(tempfile.mkdtemp(prefix="lineup-machine-", dir=SCRATCH))
         self.h = StoreHarness(self.dir / "runtime.sqlite3")
         self.model: dict[tuple[str, str], Call] = {}
         self.receipts: dict[tuple[str, str], tuple[str, str]] = {}
@@ -133,16 +124,6 @@ class InteractionMachine(RuleBasedStateMachine):
         self.names = itertools.count(1)
         self.run(self.h.open())
         self.run(self.h.setup(A, B))
-
-    def teardown(self) -> None:
-        try:
-            self.run(self.h.close())
-        finally:
-            self.loop.close()
-            shutil.rmtree(self.dir, ignore_errors=True)
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return self.loop.run_until_complete(coro)
 
     @property
     def now(self) -> datetime:

@@ -21,18 +21,13 @@ rules' codes.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
-import os
-import shutil
 import sqlite3
-import tempfile
 from collections import Counter
 from collections.abc import Coroutine
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
@@ -59,8 +54,7 @@ from tests.runtime.capabilities.test_calls import EVENT_CODE, EXPECTED
 from tests.runtime.capabilities.test_gateway import ALL, Harness
 from tests.support.app_kernel import queued
 from tests.support.interactions import T0
-
-T = TypeVar("T")
+from tests.support.store_machine import StoreMachine
 
 FINAL = {"completed", "rejected", "cancelled", "expired", "unsupported", "failed"}
 OPEN = {"awaiting_consent", "approved", "executing"}
@@ -360,7 +354,6 @@ TestCallRules = CallRulesMachine.TestCase
 
 # --- the store, through the gateway -------------------------------------------------------
 
-SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
 """One fresh directory per example, on tmpfs when there is one (see
 tests/runtime/test_interaction_machine.py)."""
 
@@ -392,13 +385,11 @@ class Asked:
     claims: int = 0
 
 
-class GatewayMachine(RuleBasedStateMachine):
+class GatewayMachine(StoreMachine):
     calls = Bundle("calls")
 
     def __init__(self) -> None:
-        super().__init__()
-        self.loop = asyncio.new_event_loop()
-        self.dir = Path(tempfile.mkdtemp(prefix="lineup-capabilities-", dir=SCRATCH))
+        super().__init__("lineup-capabilities-")
         self.h = Harness(self.dir / "runtime.sqlite3")
         self.asked: dict[str, Asked] = {}
         self.frozen: dict[str, tuple[Any, ...]] = {}
@@ -408,16 +399,6 @@ class GatewayMachine(RuleBasedStateMachine):
         self.run(self.h.setup(C1))
         self.run(self.h.start())
         self.run(self.h.g.provide(ALL))
-
-    def teardown(self) -> None:
-        try:
-            self.run(self.h.close())
-        finally:
-            self.loop.close()
-            shutil.rmtree(self.dir, ignore_errors=True)
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return self.loop.run_until_complete(coro)
 
     def attempt(self, coro: Coroutine[Any, Any, Any]) -> Any:
         try:
