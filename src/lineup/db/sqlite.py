@@ -276,8 +276,8 @@ class SQLiteDatabase:
         if self._after_commit is not None:
             try:
                 self._after_commit(batch)
-            except Exception:
-                log.exception("after-commit listener failed")
+            except Exception as exc:
+                log.error("after-commit listener failed", extra={"error": type(exc).__name__})
 
     def submit(self, fn: Callable[..., T], *args: Any, savepoint: bool = True) -> asyncio.Future[T]:
         """Queue a transaction function ``fn(txn, *args)`` for the writer; calls keep

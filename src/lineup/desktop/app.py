@@ -170,9 +170,9 @@ class HostThread(threading.Thread):
     def run(self) -> None:
         try:
             asyncio.run(self._main())
-        except BaseException:
+        except BaseException as exc:  # by type: a message could carry content
             self.failed = True
-            log.exception("the desktop host's Runtime stopped")
+            log.error("the desktop host's Runtime stopped", extra={"error": type(exc).__name__})
         finally:
             self._on_exit()  # the window goes too
 

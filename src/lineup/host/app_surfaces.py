@@ -174,8 +174,11 @@ class AppSurfaces:
                 extra={"instance_id": instance_id, "method": frame.method, "code": refused.code},
             )
             return _refused(frame, refused.code, refused.message)
-        except Exception:  # a bug answers this request; it never drops the tab's channel
-            log.exception("app request failed", extra={"method": frame.method})
+        except Exception as exc:  # a bug answers this request; it never drops the channel
+            # By type: the message of an error in a request can quote the request.
+            log.error(
+                "app request failed", extra={"method": frame.method, "error": type(exc).__name__}
+            )
             return _refused(frame, ErrorCode.INTERNAL_ERROR, "the request failed")
         return channel.AppReply(mount_id=frame.mount_id, id=frame.id, ok=True, result=result)
 

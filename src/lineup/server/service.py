@@ -200,8 +200,8 @@ class AppServerService:
         request = await self.prepare_send(principal, data, conversation_id=conversation_id)
         try:
             outcome = await self.storage.append(request)
-        except StorageError:
-            raise self.storage_failed(request) from None
+        except StorageError as exc:
+            raise self.storage_failed(request, exc) from None
         return self.finish_send(request, outcome)
 
     async def prepare_send(
@@ -284,9 +284,14 @@ class AppServerService:
             )
         return Sent(request.conversation_id, request.envelope_id, outcome.seq, duplicate)
 
-    def storage_failed(self, request: AppendRequest) -> ApiError:
-        log.exception(
-            "append failed", extra={"conversation_id": pseudonym(request.conversation_id)}
+    def storage_failed(self, request: AppendRequest, error: BaseException) -> ApiError:
+        # By type: a database error's detail can quote the values it was given.
+        log.error(
+            "append failed",
+            extra={
+                "conversation_id": pseudonym(request.conversation_id),
+                "error": type(error).__name__,
+            },
         )
         return ApiError(ErrorCode.UNAVAILABLE, "storage is unavailable; retry the same envelope")
 

@@ -139,7 +139,9 @@ class StreamConnection:
                         await self._send(_encode(wire.Acks(acks=acks)))
                         acks = []
                     error = (
-                        exc if isinstance(exc, ApiError) else self.service.storage_failed(request)
+                        exc
+                        if isinstance(exc, ApiError)
+                        else self.service.storage_failed(request, exc)
                     )
                     await self._send(_encode(wire.Nack(id=request.envelope_id, error=error.body())))
                 else:

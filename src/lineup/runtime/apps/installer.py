@@ -317,8 +317,8 @@ class AppDelivery:
                 await self.refresh_catalog()
             except DeliveryError as exc:
                 log.warning("catalog not fetched", extra={"code": exc.code})
-            except Exception:  # a bug here must not stop the Runtime's sync loop
-                log.exception("catalog refresh failed")
+            except Exception as exc:  # a bug here must not stop the Runtime's sync loop
+                log.error("catalog refresh failed", extra={"error": type(exc).__name__})
             await asyncio.sleep(interval)
 
     async def centre(

@@ -304,8 +304,8 @@ class PostgresStorage:
         for listener in self._commit_listeners:
             try:
                 listener(items)
-            except Exception:
-                log.exception("commit listener failed")
+            except Exception as exc:
+                log.error("commit listener failed", extra={"error": type(exc).__name__})
 
     # --- helpers -----------------------------------------------------------------------------
 

@@ -119,8 +119,8 @@ class SQLiteStorage:
             for listener in self._commit_listeners:
                 try:
                     listener(committed)
-                except Exception:
-                    log.exception("commit listener failed")
+                except Exception as exc:
+                    log.error("commit listener failed", extra={"error": type(exc).__name__})
 
     async def _write(self, fn: Callable[..., T], *args: Any) -> T:
         return await self._db.write(fn, *args)
