@@ -20,7 +20,7 @@ from .records import OutboxItem
 if TYPE_CHECKING:
     from .events import RuntimeEvent
 
-__all__ = ["DROP", "Effects", "RuntimeTxn", "Sql"]
+__all__ = ["Effects", "RuntimeTxn", "Sql"]
 
 
 class Sql(Protocol):
@@ -32,7 +32,8 @@ class Sql(Protocol):
 
 
 class Effects(Protocol):
-    """Where a committed unit of work goes: the Runtime (or a test harness)."""
+    """Where a committed unit of work goes (``RuntimeStore``'s sinks, which hand it on to
+    the listeners: the kernel, the registry, the Runtime, a test's recorder)."""
 
     def send(self, item: OutboxItem) -> None:
         """An outbox row is durable: send it now if connected (it waits otherwise)."""
@@ -42,22 +43,6 @@ class Effects(Protocol):
 
     def deadline_added(self) -> None:
         """A new expiry or timeout was stored: the timer re-reads the next one."""
-
-
-class _Drop:
-    """Effects of a store nobody runs (a bare ``RuntimeStore`` in a tool or a test)."""
-
-    def send(self, item: OutboxItem) -> None:
-        return None
-
-    def emit(self, event: RuntimeEvent) -> None:
-        return None
-
-    def deadline_added(self) -> None:
-        return None
-
-
-DROP: Effects = _Drop()
 
 
 class RuntimeTxn(Txn):
