@@ -51,7 +51,15 @@ async def test_every_kind_becomes_a_safe_row(tmp_path: Path) -> None:
     applied, cursors = result.items, result.cursors
     assert cursors == {"c1": 7}
     views = [item_view(item) for item in applied]
-    assert [v.kind for v in views] == ["message", "status", "progress", "error", "unsupported"]
+    # Rejected envelopes take their place as safe rows: their code, never their bytes.
+    assert [v.kind for v in views] == ["message", "status", "progress", "error"] + [
+        "unsupported"
+    ] * 3
+    assert [(v.seq, v.sender, v.error_code, v.data, v.html) for v in views[5:]] == [
+        (6, "runtime", "malformed_envelope", {"type": "rejected"}, None),
+        (7, "runtime", "app_scope_mismatch", {"type": "rejected"}, None),
+    ]
+    assert [item.body for item in applied[5:]] == [b"", b""]
     assert views[0].html == "<p>&lt;b&gt;hi&lt;/b&gt; <strong>there</strong></p>\n"
     assert views[1].data == {"state": "thinking", "text": "<i>x</i>"}  # shown as text
     assert views[4].html is None

@@ -86,7 +86,7 @@ def shapes(conversation: st.SearchStrategy[str]) -> dict[str, st.SearchStrategy[
         "hello": op("hello"),
         "send": op("send", conversation_id=conversation, text=st.text(min_size=1, max_size=40)),
         "retry": op("retry", conversation_id=conversation, envelope_id=ids),
-        "history": op("history", conversation_id=conversation, before_seq=st.integers(1, 2**40)),
+        "history": op("history", conversation_id=conversation, before=st.integers(1, 2**40)),
         "seen": op("seen", conversation_id=conversation, envelope_ids=st.lists(ids, min_size=1)),
         "answer": op("answer", conversation_id=conversation, interaction_id=ids, answer=objects),
         "draft": op("draft", interaction_id=ids, text=st.text(max_size=40)),
@@ -257,21 +257,21 @@ _barriers = itertools.count(1)
 
 
 async def exchange(ws: ClientConnection, raw: Raw) -> list[dict[str, Any]]:
-    """Send ``raw``, then a ``hello``, then a barrier (a ``history`` frame naming a
-    conversation no frame under test can name); return the frames answering ``raw``.
+    """Send ``raw``, then a ``hello``, then a barrier (an ``app`` request naming an
+    instance no frame under test can name); return the frames answering ``raw``.
     The channel answers in order, so they come first, then the ``hello``'s snapshot:
     the host took ``raw`` and still serves the tab. An ``apps_action`` is answered
     when its work is done: wait for its receipt too."""
     barrier = f"barrier-{next(_barriers)}"
     await ws.send(raw.data)
     await ws.send(json.dumps({"op": "hello"}))
-    await ws.send(json.dumps({"op": "history", "conversation_id": barrier, "before_seq": 1}))
+    await ws.send(json.dumps({"op": "app", "action": "background", "instance_id": barrier}))
     answers: list[dict[str, Any]] = []
     async with asyncio.timeout(15):
         while True:
             frame = json.loads(await ws.recv())
             assert isinstance(frame, dict), frame
-            if frame["op"] == "history" and frame["conversation_id"] == barrier:
+            if frame["op"] == "app_receipt" and frame["instance_id"] == barrier:
                 break
             if frame["op"] not in BROADCASTS:
                 answers.append(frame)

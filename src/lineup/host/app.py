@@ -36,7 +36,6 @@ from lineup.runtime import (
     Runtime,
     RuntimeEvent,
     TimelineChanged,
-    TimelineItem,
     ToolCallsChanged,
 )
 from lineup.runtime.events import AppsChanged
@@ -48,6 +47,7 @@ from .app_surfaces import AppSurfaces
 from .capabilities import CapabilityTab, HostCapabilities
 from .jobs import HostJobs
 from .native import NativeHost
+from .pages import PAGE, page_view
 from .surface import SurfaceOrigin
 from .views import apps_view, group_view, in_group, item_view
 
@@ -55,7 +55,6 @@ log = logging.getLogger("lineup.host")
 
 _frames = msgspec.json.Decoder(channel.ShellFrame)
 _encode = msgspec.json.encode
-PAGE = 50
 COOKIE = "lineup_session"
 """The browser session's cookie (HttpOnly, SameSite=Strict); its secret's hash is kept
 by the Runtime (``Runtime.host_sessions``)."""
@@ -359,15 +358,23 @@ class WebHost:
             conversations = await runtime.conversations()
             items: list[channel.ItemView] = []
             unread = await runtime.unread(DEFAULT_SCOPE)
-            groups: list[channel.AppSessionView] = []
+            groups: dict[str, channel.AppSessionView] = {}
             complete: list[str] = []
+            oldest: dict[str, channel.RowBound] = {}
             for conversation in conversations:
-                timeline = await runtime.history(conversation.id, limit=PAGE)
-                items.extend(_views(timeline, unread))
-                if sum(1 for i in timeline if i.seq is not None) < PAGE:
-                    complete.append(conversation.id)  # hidden rows count: nothing older
-                found = await runtime.app_session_groups(conversation.id)
-                groups.extend(group_view(g) for g in found)
+                page = await runtime.history(conversation.id, limit=PAGE)
+                assert page is not None  # no key asked for
+                view = await page_view(runtime, page, unread)
+                items.extend(view.items)
+                if not page.older:
+                    complete.append(conversation.id)
+                if view.first is not None:
+                    oldest[conversation.id] = view.first
+                # The newest groups (an open app's overlay needs its group wherever
+                # it opened); the shell places only those from ``oldest`` on.
+                for found in await runtime.app_session_groups(conversation.id):
+                    groups[found.id] = group_view(found)
+                groups.update((g.app_session_id, g) for g in view.groups)
             return _encode(
                 channel.Snapshot(
                     user_id=session.user_id if session else "",
@@ -380,8 +387,9 @@ class WebHost:
                     now=_iso(runtime.clock()),
                     drafts=runtime.drafts(),
                     complete=complete,
+                    oldest=oldest,
                     apps=apps_view(runtime.apps.instances()),
-                    app_sessions=groups,
+                    app_sessions=sorted(groups.values(), key=_placed),
                     capability_calls=await self.capabilities.open_calls(),
                     artifacts=await self.capabilities.artifacts(c.id for c in conversations),
                 )
@@ -435,13 +443,30 @@ class WebHost:
                 return _encode(channel.ChannelError(ErrorCode.NOT_FAILED, "nothing to retry"))
             return b""
         assert isinstance(frame, channel.History)  # capability, app centre frames: their tabs
-        page = await runtime.history(frame.conversation_id, before_seq=frame.before_seq, limit=PAGE)
-        return _encode(
-            channel.HistoryPage(
-                conversation_id=frame.conversation_id,
-                items=_views(page, frozenset()),
-                complete=len(page) < PAGE,
-            )
+        return _encode(await self._history(frame))
+
+    async def _history(self, frame: channel.History) -> channel.HistoryPage | channel.ChannelError:
+        if (frame.before is None) == (frame.after is None):
+            return channel.ChannelError(ErrorCode.INVALID_REQUEST, "history needs before or after")
+        page = await self.runtime.history(
+            frame.conversation_id, before=frame.before, after=frame.after, limit=PAGE
+        )
+        if page is None:
+            return channel.ChannelError(ErrorCode.NOT_FOUND, "no such row in this conversation")
+        # A page of older rows offers nothing unread: what is unread is the newest.
+        unread = (
+            frozenset() if frame.before is not None else await self.runtime.unread(DEFAULT_SCOPE)
+        )
+        view = await page_view(self.runtime, page, unread)
+        return channel.HistoryPage(
+            conversation_id=frame.conversation_id,
+            direction="older" if frame.before is not None else "newer",
+            items=view.items,
+            app_sessions=view.groups,
+            first=view.first,
+            last=view.last,
+            older=page.older,
+            newer=page.newer,
         )
 
     async def _app_request(self, frame: channel.AppRequest) -> channel.AppReceipt:
@@ -548,13 +573,9 @@ class _GroupChanges:
         return sessions, instances
 
 
-def _views(
-    items: Iterable[TimelineItem], unread: frozenset[tuple[str, str]]
-) -> list[channel.ItemView]:
-    """Loose timeline rows: interactions of a sub-session are shown in its group."""
-    items = [i for i in items if not in_group(i)]
-    views = (item_view(i, unread=(i.conversation_id, i.envelope_id) in unread) for i in items)
-    return [view for view in views if view is not None]
+def _placed(group: channel.AppSessionView) -> tuple[bool, int, int]:
+    """Groups in the conversation's order (by the row where each opened)."""
+    return (group.seq is None, group.seq or 0, group.key)
 
 
 def _iso(moment: datetime) -> str:

@@ -50,8 +50,12 @@ class Retry(_In, frozen=True, tag="retry"):
 
 
 class History(_In, frozen=True, tag="history"):
+    """A page of rows just before the row keyed ``before`` (older) or just after the
+    row keyed ``after`` (newer, after a long time away): exactly one of them."""
+
     conversation_id: Id
-    before_seq: Annotated[int, msgspec.Meta(ge=1)]
+    before: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    after: Annotated[int, msgspec.Meta(ge=1)] | None = None
 
 
 class Seen(_In, frozen=True, tag="seen"):
@@ -363,6 +367,15 @@ class ArtifactView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
     result_envelope_id: str | None = None
 
 
+class RowBound(msgspec.Struct, frozen=True):
+    """Where a page ends: the key and ``seq`` of its first or last row, shown or
+    hidden. The next page is asked for by that key; the shell places a row by
+    comparing (``seq``, key) with it (rows not yet sent, ``seq`` null, come last)."""
+
+    key: int
+    seq: int | None
+
+
 class Snapshot(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="snapshot"):
     user_id: str
     username: str
@@ -374,6 +387,9 @@ class Snapshot(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="s
     drafts: dict[str, str] = msgspec.field(default_factory=dict)
     complete: list[str] = msgspec.field(default_factory=list)
     """Conversations whose whole history is in ``items``: nothing older to load."""
+    oldest: dict[str, RowBound] = msgspec.field(default_factory=dict)
+    """Per conversation, the oldest row of its page in ``items`` (shown or hidden):
+    older rows are asked for before it, and only rows from it on are placed."""
     apps: AppsView = msgspec.field(default_factory=AppsView)
     """The MiniApp instances and focus."""
     app_sessions: list[AppSessionView] = msgspec.field(default_factory=list)
@@ -393,9 +409,21 @@ class ConnectionState(msgspec.Struct, frozen=True, tag_field="op", tag="connecti
 
 
 class HistoryPage(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="history"):
+    """The rows just before (``direction`` ``older``) or just after (``newer``) the
+    row the tab named, in the conversation's order, with the sub-session groups
+    placed in it."""
+
     conversation_id: str
+    direction: Literal["older", "newer"]
     items: list[ItemView]
-    complete: bool
+    app_sessions: list[AppSessionView] = msgspec.field(default_factory=list)
+    """The groups whose (hidden) ``app_session.opened`` row is in this page."""
+    first: RowBound | None = None
+    last: RowBound | None = None
+    older: bool
+    """More rows before ``first``."""
+    newer: bool
+    """More rows after ``last``."""
 
 
 class ChannelError(msgspec.Struct, frozen=True, tag_field="op", tag="error"):

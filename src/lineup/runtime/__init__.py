@@ -15,6 +15,7 @@ from .records import (
 )
 from .runtime import InteractionRefused, NotLoggedIn, Runtime
 from .store import RuntimeStore
+from .timeline_pages import TimelinePage
 
 __all__ = [
     "DEFAULT_SCOPE",
@@ -34,6 +35,7 @@ __all__ = [
     "Session",
     "TimelineChanged",
     "TimelineItem",
+    "TimelinePage",
     "ToolCallsChanged",
     "classify",
 ]

@@ -46,7 +46,7 @@ from .apps import instance_store, router
 from .apps.registry import INITIAL_REVISION
 from .capabilities import call_store
 from .events import ToolCallsChanged
-from .records import DismissIntent, Received, ToolCallIntent
+from .records import REJECTED_ROW, DismissIntent, Received, ToolCallIntent, rejected_row_id
 from .tables import audit, get_item, show
 from .txn import RuntimeTxn
 
@@ -151,18 +151,23 @@ def apply_batch(txn: RuntimeTxn, items: Sequence[Received], ctx: Context) -> dic
 
 
 def _rejected(txn: RuntimeTxn, item: Received, now: str) -> None:
+    """Kept as its code and size, never its bytes; its row takes its place in the
+    timeline (the shell shows it as a message it could not show)."""
+    code = item.code or ErrorCode.MALFORMED_ENVELOPE
     txn.execute(
         "INSERT INTO rejections (conversation_id, seq, code, size, at) VALUES (?, ?, ?, ?, ?)",
-        (
-            item.conversation_id,
-            item.seq,
-            item.code or ErrorCode.MALFORMED_ENVELOPE,
-            len(item.body),
-            now,
-        ),
+        (item.conversation_id, item.seq, code, len(item.body), now),
+    )
+    envelope_id = rejected_row_id(item.seq)
+    txn.execute(
+        "INSERT OR IGNORE INTO timeline (conversation_id, envelope_id, seq, type, sender_kind,"
+        " body, state, error_code, created_at) VALUES (?, ?, ?, ?, 'runtime', X'', 'received',"
+        " ?, ?)",
+        (item.conversation_id, envelope_id, item.seq, REJECTED_ROW, code, now),
     )
     subject = f"{item.conversation_id}#{item.seq}"
     audit(txn, now, "appserver", "receive", subject, "rejected", item.code)
+    show(txn, item.conversation_id, envelope_id)
 
 
 def _ours(txn: RuntimeTxn, item: Received, now: str) -> bool:

@@ -93,6 +93,16 @@ class OutboxItem:
     body: bytes
 
 
+REJECTED_ROW = "rejected"
+"""The ``type`` of a timeline row standing for an envelope the Runtime rejected: no
+body, its code in ``error_code``."""
+
+
+def rejected_row_id(seq: int) -> str:
+    """The ``envelope_id`` of the row standing for the rejected envelope at ``seq``."""
+    return f"rejected:{seq}"
+
+
 @dataclass(frozen=True, slots=True)
 class Received:
     """One envelope frame from the stream, already classified by the sync loop."""

@@ -72,6 +72,7 @@ from .records import (
 )
 from .store import RuntimeStore, upsert_conversation_txn
 from .tables import has_session
+from .timeline_pages import TimelinePage
 from .txn import RuntimeTxn
 from .ui_surfaces import UiEventRefused
 
@@ -544,11 +545,18 @@ class Runtime:
         return await self.store.conversations()
 
     async def history(
-        self, conversation_id: str, *, before_seq: int | None = None, limit: int = 50
-    ) -> list[TimelineItem]:
-        """A page of a conversation's timeline: the newest ``limit`` rows (older than
-        ``before_seq``), oldest first, rows not yet sent last."""
-        return await self.store.timeline(conversation_id, before_seq=before_seq, limit=limit)
+        self,
+        conversation_id: str,
+        *,
+        before: int | None = None,
+        after: int | None = None,
+        limit: int = 50,
+    ) -> TimelinePage | None:
+        """A page of a conversation's timeline in its order (by ``seq``, rows not yet
+        sent last): the newest ``limit`` rows, or those just before the row keyed
+        ``before``, or just after the row keyed ``after``. ``None`` when that key is
+        not a row of the conversation."""
+        return await self.store.page(conversation_id, before=before, after=after, limit=limit)
 
     async def unread(self, app_scope: str = DEFAULT_SCOPE) -> frozenset[tuple[str, str]]:
         """(conversation id, envelope id) of what ``app_scope``'s inbox still holds: for

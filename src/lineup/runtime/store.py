@@ -22,7 +22,7 @@ from typing import Any
 from lineup.db import SQLiteDatabase
 from lineup.protocol.payloads import ClientInventory
 
-from . import interaction_store, migrations
+from . import interaction_store, migrations, timeline_pages
 from .events import RuntimeEvent
 from .interaction_store import Outcome
 from .records import (
@@ -34,7 +34,8 @@ from .records import (
     Session,
     TimelineItem,
 )
-from .tables import TIMELINE_SELECT, audit, get_item, queue, show, timeline_item
+from .tables import audit, get_item, queue, show
+from .timeline_pages import TimelinePage
 from .txn import RuntimeTxn, Sql
 
 Clock = Callable[[], datetime]
@@ -214,11 +215,23 @@ class RuntimeStore:
     async def close_app_session(self, app_session_id: str) -> bool:
         return await self._db.write(interaction_store.close_app_session, app_session_id, self.now())
 
-    async def timeline(
-        self, conversation_id: str, *, before_seq: int | None = None, limit: int = 50
-    ) -> list[TimelineItem]:
-        """The newest ``limit`` items (older than ``before_seq``), oldest first; unsent last."""
-        return await self._db.read(_timeline, conversation_id, before_seq, limit)
+    async def timeline(self, conversation_id: str, *, limit: int = 50) -> list[TimelineItem]:
+        """The newest ``limit`` rows, in the conversation's order (unsent rows last)."""
+        found = await self.page(conversation_id, limit=limit)
+        assert found is not None
+        return found.items
+
+    async def page(
+        self,
+        conversation_id: str,
+        *,
+        before: int | None = None,
+        after: int | None = None,
+        limit: int = 50,
+    ) -> TimelinePage | None:
+        """``limit`` rows just before (or after) the row keyed ``before`` (``after``),
+        the newest when neither is given; ``None`` for a key not in the conversation."""
+        return await self._db.read(timeline_pages.page, conversation_id, before, after, limit)
 
     async def rejections(self) -> list[tuple[str, int, str, int]]:
         return await self._db.read(_rejections)
@@ -366,26 +379,6 @@ def _retry_txn(
     assert cursor.lastrowid is not None
     txn.send(OutboxItem(cursor.lastrowid, conversation_id, envelope_id, item.body))
     return show(txn, conversation_id, envelope_id)
-
-
-def _timeline(
-    conn: Sql, conversation_id: str, before_seq: int | None, limit: int
-) -> list[TimelineItem]:
-    if before_seq is None:
-        pending = conn.execute(
-            f"{TIMELINE_SELECT} WHERE t.conversation_id = ? AND t.seq IS NULL ORDER BY t.id",
-            (conversation_id,),
-        ).fetchall()
-        bound = 2**62
-    else:
-        pending = []
-        bound = before_seq
-    synced = conn.execute(
-        f"{TIMELINE_SELECT} WHERE t.conversation_id = ? AND t.seq IS NOT NULL AND t.seq < ?"
-        " ORDER BY t.seq DESC LIMIT ?",
-        (conversation_id, bound, limit),
-    ).fetchall()
-    return [timeline_item(row) for row in [*reversed(synced), *pending]]
 
 
 def _rejections(conn: Sql) -> list[tuple[str, int, str, int]]:

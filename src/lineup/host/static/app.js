@@ -61,6 +61,15 @@ import {
   rerenderInOverlay,
   standIn,
 } from "./overlay.js";
+import { arrived, initTimeline, keepAnchor, pinned, toNewest } from "./timeline.js";
+
+// The window: the shell holds the rows from ``state.floor`` (a row the Runtime
+// knows: its key and seq) to the newest. Older rows come a page at a time, asked for
+// by the floor's key; while the person stays at the newest row, rows above the last
+// KEEP_ROWS are let go (MAX_ROWS at most), so a day-long conversation costs what an
+// hour's does. Scrolling up brings them back from the Runtime.
+const MAX_ROWS = 240;
+const KEEP_ROWS = 160;
 
 const rendered = new Map(); // key -> { item, li }: the element shown for each row
 const nested = new Map(); // key -> { item, li }: interaction rows shown inside a group
@@ -72,8 +81,11 @@ const state = {
   groups: new Map(), // app_session_id -> its group item
   socket: null,
   retryDelay: 250,
-  loadingOlder: false,
+  loadingOlder: null, // the floor key an older page was asked for
   complete: false,
+  floor: null, // { key, seq }: the oldest row held (shown or hidden)
+  unread: new Set(), // keys of rows still unacknowledged in Interact's inbox
+  latestStatus: null,
 };
 
 initCards({
@@ -88,6 +100,7 @@ initConsent({ send, refreshRows: refreshCapabilityRows });
 initSettings({ send });
 initAppCentre({ send });
 initUiCards({ send });
+initTimeline({ onTop: loadOlder });
 initOverlay({
   renderItem,
   swap,
@@ -326,28 +339,30 @@ function rerender(key) {
   const cached = rendered.get(key);
   if (!cached || !cached.li.isConnected) return;
   if (cached.item.kind === "surface") return; // updated in place, never rebuilt
-  const timeline = $("timeline");
-  const atBottom = timeline.scrollHeight - timeline.scrollTop - timeline.clientHeight < 80;
   const li = renderItem(cached.item);
   swap(cached.li, li);
   rendered.set(key, { item: cached.item, li });
-  if (atBottom) timeline.scrollTop = timeline.scrollHeight;
 }
 
 function order(a, b) {
-  // Stored items in sequence order; items not yet stored after them, oldest first.
-  if (a.seq != null && b.seq != null) return a.seq - b.seq;
+  // The conversation's order: rows the AppServer stored by seq, then the rows on
+  // their way to it, oldest first (the Runtime pages in the same order).
+  if (a.seq != null && b.seq != null) return a.seq - b.seq || a.key - b.key;
   if (a.seq != null) return -1;
   if (b.seq != null) return 1;
   return a.key - b.key;
 }
 
+// A row of the conversation shown, from the floor on (older ones wait for their page).
+function placed(item) {
+  if (!state.conversation || item.conversation_id !== state.conversation.id) return false;
+  return !state.floor || order(item, state.floor) >= 0;
+}
+
 function redraw() {
   const list = $("items");
-  const timeline = $("timeline");
-  const atBottom = timeline.scrollHeight - timeline.scrollTop - timeline.clientHeight < 80;
   const items = [...state.items.values()]
-    .filter((item) => !state.conversation || item.conversation_id === state.conversation.id)
+    .filter(placed)
     .filter((item) => item.kind !== "status" || isLatestStatus(item))
     .filter((item) => !(item.kind === "interaction" && item.data.app_session_id))
     .filter((item) => !hiddenCapabilityRow(item))
@@ -377,9 +392,7 @@ function redraw() {
     if (rendered.get(key)?.li === child) rendered.delete(key);
   });
   $("empty").hidden = items.length > 0;
-  const first = items.find((item) => item.seq != null);
-  $("older").hidden = state.complete || !first || first.seq <= 1;
-  if (atBottom) timeline.scrollTop = timeline.scrollHeight;
+  $("older").hidden = state.complete || !state.floor;
   acknowledgeShown();
   refreshOverlay();
 }
@@ -392,13 +405,11 @@ function placeOne(item) {
   if (item.kind === "status" || !state.conversation) return false;
   if (item.data?.app_session_id) return false; // shown inside its group
   if (hiddenCapabilityRow(item)) return false; // redraw leaves it out
-  if (item.conversation_id !== state.conversation.id) return true;
+  if (!placed(item)) return true; // another conversation, or older than the window
   const list = $("items");
   const cached = rendered.get(item.key);
   const fits = (before, after) =>
     (!before || order(rowItem(before), item) < 0) && (!after || order(item, rowItem(after)) < 0);
-  const timeline = $("timeline");
-  const atBottom = timeline.scrollHeight - timeline.scrollTop - timeline.clientHeight < 80;
   if (cached) {
     if (!cached.li.isConnected) return false;
     if (!fits(cached.li.previousElementSibling, cached.li.nextElementSibling)) return false;
@@ -417,10 +428,37 @@ function placeOne(item) {
     list.append(li);
     rendered.set(item.key, { item, li });
     $("empty").hidden = true;
+    arrived(item);
+    letGo();
   }
-  if (atBottom) timeline.scrollTop = timeline.scrollHeight;
   if (item.unread) acknowledgeShown();
   return true;
+}
+
+// At the newest row with more than MAX_ROWS rows: let the oldest go, down to
+// KEEP_ROWS, and move the floor up to the first row kept. Amortized: one pass per
+// MAX_ROWS - KEEP_ROWS new rows. Groups stay known (an open app's overlay needs its
+// group); they are placed again when their page comes back.
+function letGo() {
+  const list = $("items");
+  if (!pinned() || state.loadingOlder !== null || list.childElementCount <= MAX_ROWS) return;
+  const kept = rowItem(list.children[list.childElementCount - KEEP_ROWS]);
+  if (!kept) return;
+  state.floor = { key: kept.key, seq: kept.seq };
+  state.complete = false;
+  while (list.firstElementChild && list.firstElementChild !== rendered.get(kept.key)?.li) {
+    const li = list.firstElementChild;
+    rendered.delete(Number(li.dataset.key));
+    li.remove();
+  }
+  for (const [key, item] of state.items) {
+    if (item.kind === "app_session" || item.data?.app_session_id) continue;
+    if (order(item, state.floor) < 0) {
+      state.items.delete(key);
+      state.unread.delete(key);
+    }
+  }
+  $("older").hidden = false;
 }
 
 // A call saved or picked a file: its app.result row now shows it.
@@ -436,29 +474,35 @@ function rowItem(li) {
 }
 
 function isLatestStatus(item) {
-  let latest = null;
-  for (const other of state.items.values()) {
-    if (other.kind === "status" && (!latest || order(latest, other) < 0)) latest = other;
-  }
+  const latest = state.latestStatus && state.items.get(state.latestStatus.key);
   return latest === item && item.data.state !== "idle" && item.data.state !== "done";
 }
 
 function upsert(item) {
   state.items.set(item.key, item);
+  if (item.unread) state.unread.add(item.key);
+  else state.unread.delete(item.key);
+  if (item.kind === "status" && (!state.latestStatus || order(state.latestStatus, item) <= 0)) {
+    state.latestStatus = item;
+  }
   if (item.kind === "interaction") trackInteraction(item);
 }
 
 // Interact consumes its inbox: what the user has been shown is acknowledged, so the
 // Runtime stops offering it as unread. Hidden tabs acknowledge nothing.
 function acknowledgeShown() {
-  if (document.visibilityState !== "visible" || !state.conversation) return;
-  const ids = [...state.items.values()]
-    .filter((item) => item.unread && item.conversation_id === state.conversation.id)
-    .map((item) => item.envelope_id)
-    .slice(0, 500);
+  if (document.visibilityState !== "visible" || !state.conversation || !state.unread.size) return;
+  const rows = [];
+  for (const key of state.unread) {
+    const item = state.items.get(key);
+    if (item && item.conversation_id === state.conversation.id) rows.push(item);
+    if (rows.length === 500) break;
+  }
+  const ids = rows.map((item) => item.envelope_id);
   if (ids.length && send({ op: "seen", conversation_id: state.conversation.id, envelope_ids: ids })) {
-    for (const item of state.items.values()) {
-      if (ids.includes(item.envelope_id)) item.unread = false;
+    for (const item of rows) {
+      item.unread = false;
+      state.unread.delete(item.key);
     }
   }
 }
@@ -478,7 +522,11 @@ function onSnapshot(frame) {
   state.groups.clear();
   rendered.clear();
   nested.clear();
+  state.unread.clear();
+  state.latestStatus = null;
+  state.loadingOlder = null; // a page asked for on the old channel never comes
   state.complete = !!state.conversation && (frame.complete || []).includes(state.conversation.id);
+  state.floor = (state.conversation && frame.oldest?.[state.conversation.id]) || null;
   const drafts = resetCards(frame);
   resetConsent(frame);
   frame.items.forEach(upsert);
@@ -493,6 +541,7 @@ function onSnapshot(frame) {
   resetUiCards();
   onApps(frame.apps);
   redraw();
+  toNewest();
   fillScreen();
   resendDrafts(drafts); // text typed here while the Runtime was away
 }
@@ -519,7 +568,7 @@ function onFrame(frame) {
       setConnection(frame.state);
       break;
     case "apps":
-      onApps(frame);
+      appsChanged(frame);
       break;
     case "app_sessions":
       onAppSessions(frame.sessions);
@@ -564,17 +613,11 @@ function onFrame(frame) {
     case "app_fallback":
       onAppFallback(frame);
       break;
-    case "history": {
-      const timeline = $("timeline");
-      const before = timeline.scrollHeight;
-      frame.items.forEach(upsert);
-      state.complete = frame.complete;
-      state.loadingOlder = false;
-      redraw();
-      timeline.scrollTop += timeline.scrollHeight - before;
+    case "history":
+      onOlder(frame);
       break;
-    }
     case "error":
+      state.loadingOlder = null; // a refused page may be asked for again
       console.warn(`runtime: ${frame.code}`);
       break;
     default:
@@ -631,13 +674,37 @@ function fillScreen() {
 }
 
 function loadOlder() {
-  if (state.loadingOlder || !state.conversation) return;
-  const first = [...state.items.values()]
-    .filter((item) => item.seq != null)
-    .sort(order)[0];
-  if (!first || first.seq <= 1) return;
-  state.loadingOlder = true;
-  send({ op: "history", conversation_id: state.conversation.id, before_seq: first.seq });
+  if (state.loadingOlder !== null || !state.conversation || !state.floor || state.complete) {
+    return;
+  }
+  const before = state.floor.key;
+  if (send({ op: "history", conversation_id: state.conversation.id, before })) {
+    state.loadingOlder = before;
+  }
+}
+
+// The page just before the floor: its rows and the groups that opened in it go in
+// above the eye, and the floor moves to its first row. A page for a floor that has
+// moved since (the window was let go, a new snapshot) is not this window's.
+function onOlder(frame) {
+  if (frame.direction !== "older") return;
+  const asked = state.loadingOlder;
+  state.loadingOlder = null;
+  if (!state.conversation || frame.conversation_id !== state.conversation.id) return;
+  if (!state.floor || asked !== state.floor.key) return;
+  frame.items.forEach(upsert);
+  onAppSessions(frame.app_sessions || []);
+  if (frame.first) state.floor = frame.first;
+  state.complete = !frame.older;
+  keepAnchor(redraw);
+  fillScreen();
+}
+
+// The app area closing (or "Back to chat") brings the person back to the newest row.
+function appsChanged(frame) {
+  const wasOpen = !$("app-area").hidden;
+  onApps(frame);
+  if (wasOpen && $("app-area").hidden) toNewest();
 }
 
 $("composer").addEventListener("submit", (event) => {
@@ -652,9 +719,7 @@ $("input").addEventListener("keydown", (event) => {
 });
 $("input").addEventListener("input", resize);
 $("older").addEventListener("click", loadOlder);
-$("timeline").addEventListener("scroll", () => {
-  if ($("timeline").scrollTop < 40) loadOlder();
-});
+$("app-area-back").addEventListener("click", toNewest);
 document.addEventListener("visibilitychange", acknowledgeShown);
 // Drafts leave before the page does (a reload keeps them in the Runtime).
 window.addEventListener("pagehide", flushDrafts);

@@ -1,0 +1,128 @@
+// How the timeline scrolls, as in a mature chat app:
+//
+// - Pinned to the newest row while the person is at the bottom: whatever changes
+//   height (a new row, an image or a card that settles, fonts, the app area opening)
+//   keeps them there. A ResizeObserver on the list and on the scroller does it after
+//   layout and before paint, so the frame that shows a new row shows it in view, and
+//   nothing on the hot path reads layout to decide.
+// - Scrolled up, new rows do not move what they read; a "new messages" control counts
+//   them (and says when a question waits) and takes them down.
+// - Rows put above the eye (an older page) keep the row under the eye where it was.
+//
+// app.js tells this module about rows (arrived, older rows put in) and asks it
+// whether the person is at the bottom; it never reads the DOM of rows itself.
+
+import { $ } from "./dom.js";
+
+const STICK_PX = 24; // this close to the end counts as "at the bottom"
+const TOP_PX = 40; // this close to the start asks for older rows
+
+const view = { pinned: true, lastTop: 0, fresh: 0, question: false, onTop: () => {} };
+
+export function initTimeline({ onTop }) {
+  view.onTop = onTop;
+  const timeline = $("timeline");
+  // Only the person moving up lets go of the end: rows that grew since the last
+  // frame put the end further away without moving the scroll position, and must not.
+  timeline.addEventListener(
+    "scroll",
+    () => {
+      const top = timeline.scrollTop;
+      const far = distanceToEnd() >= STICK_PX;
+      if (!far) view.pinned = true;
+      else if (top < view.lastTop - 1) view.pinned = false;
+      view.lastTop = top;
+      if (view.pinned) clearFresh();
+      if (top < TOP_PX) view.onTop();
+    },
+    { passive: true },
+  );
+  const stick = new ResizeObserver(() => {
+    if (view.pinned) toEnd();
+  });
+  stick.observe(timeline);
+  stick.observe($("items"));
+  $("jump").addEventListener("click", toNewest);
+}
+
+function distanceToEnd() {
+  const timeline = $("timeline");
+  return timeline.scrollHeight - timeline.scrollTop - timeline.clientHeight;
+}
+
+function toEnd() {
+  const timeline = $("timeline");
+  timeline.scrollTop = timeline.scrollHeight;
+  view.lastTop = timeline.scrollTop;
+}
+
+export function pinned() {
+  return view.pinned;
+}
+
+// Back to the newest row, and stay there (after "Back to chat", closing an app, the
+// control, or a snapshot).
+export function toNewest() {
+  view.pinned = true;
+  clearFresh();
+  toEnd();
+}
+
+// A row was added at the end. Seen when pinned; counted when the person reads history.
+export function arrived(item) {
+  if (view.pinned) return;
+  if (item.sender === "user") return; // their own message: they know
+  view.fresh += 1;
+  if (item.kind === "interaction" && item.data.state === "pending") view.question = true;
+  showFresh();
+}
+
+function showFresh() {
+  const jump = $("jump");
+  jump.hidden = view.fresh === 0;
+  jump.dataset.count = String(view.fresh);
+  const rows = view.fresh === 1 ? "1 new message" : `${view.fresh} new messages`;
+  jump.textContent = view.question ? `${rows} · a question is waiting` : rows;
+}
+
+function clearFresh() {
+  if (view.fresh === 0 && !view.question) return;
+  view.fresh = 0;
+  view.question = false;
+  showFresh();
+}
+
+// Run ``change`` (rows put in above the eye), keeping the first row in view where it
+// was on screen. Pinned, the end stays the end instead.
+export function keepAnchor(change) {
+  if (view.pinned) {
+    change();
+    return;
+  }
+  const timeline = $("timeline");
+  const top = timeline.getBoundingClientRect().top;
+  const anchor = firstInView($("items"), top);
+  const offset = anchor ? anchor.getBoundingClientRect().top - top : 0;
+  change();
+  if (anchor && anchor.isConnected) {
+    timeline.scrollTop += anchor.getBoundingClientRect().top - top - offset;
+  }
+}
+
+// The first row whose bottom is below ``top``: a binary search, rows are in order.
+function firstInView(list, top) {
+  const rows = list.children;
+  let lo = 0;
+  let hi = rows.length - 1;
+  let found = null;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (rows[mid].getBoundingClientRect().bottom > top) {
+      found = rows[mid];
+      hi = mid - 1;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return found;
+}
