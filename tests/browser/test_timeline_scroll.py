@@ -205,3 +205,30 @@ async def test_a_long_live_session_lets_old_rows_go_and_brings_every_one_back(
     assert await shown_keys(page) == (await record_of(client.runtime, conversation)).keys
     await screenshot("long-session-all-the-way-back")
     page_watch.assert_clean()
+
+
+async def test_a_rejected_envelope_takes_its_place_as_a_safe_row(
+    page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
+) -> None:
+    """The AppServer stores it; the Runtime refuses it (an app scope it does not know):
+    the row says so with its code, between the rows around it, live and after a reload."""
+    conversation = await chat_id(client)
+    await log_in(page, client)
+    await say(client, "before it")
+    agent = client.pair.agent
+    body = agent.envelope(conversation, kind="lineup.v1.message", payload={"text": "<b>secret</b>"})
+    body["target"] = {"app_scope": "nope"}
+    assert (await agent.post(conversation, body)).status_code == 201
+    await talk(client, 1, start=1)
+    for _ in range(2):
+        rows = page.locator("#items > li.item")
+        await expect(rows).to_have_count(3)
+        await expect(rows.nth(1)).to_have_text(
+            "This message could not be shown (app_scope_mismatch)."
+        )
+        await expect(rows.nth(0)).to_contain_text("before it")
+        await expect(rows.nth(2)).to_contain_text("message 1")
+        assert "secret" not in await page.locator("#items").inner_text()
+        await page.reload()
+    await screenshot("rejected-row")
+    page_watch.assert_clean()

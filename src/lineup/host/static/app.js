@@ -180,7 +180,11 @@ function renderItem(item) {
     li.setAttribute("role", "alert");
     li.textContent = `${item.data.message} (${item.data.code})`;
   } else {
-    li.textContent = "This message needs a newer LineUp to be shown.";
+    // A type this shell does not know, or an envelope the Runtime rejected (its code).
+    li.textContent =
+      item.data?.type === "rejected"
+        ? `This message could not be shown (${item.error_code}).`
+        : "This message needs a newer LineUp to be shown.";
   }
   return li;
 }
