@@ -2,7 +2,7 @@
 // runs before the page's own scripts and before any of its sockets opens:
 //   * every WebSocket gets a "message" listener before the app's own: the first frame
 //     whose text contains window.__lineupPage.expected sets tFrame (performance.now()
-//     when the page's main thread dispatches that frame);
+//     when the page's main thread dispatches that frame) and calls onReply();
 //   * the app's own "message" handlers (addEventListener or onmessage) are wrapped to
 //     time them: while a message is expected, each frame adds [dispatched at, ms the
 //     app's handlers took, holds the reply] to frames (the frames before the reply
@@ -10,7 +10,13 @@
 //   * a PerformanceObserver collects long tasks (over 50 ms) as [start, duration] in
 //     longTasks, from the first moment of the page; the script reads and empties it.
 (() => {
-  const page = (window.__lineupPage = { expected: null, tFrame: null, frames: [], longTasks: [] });
+  const page = (window.__lineupPage = {
+    expected: null,
+    tFrame: null,
+    onReply: null,
+    frames: [],
+    longTasks: [],
+  });
   try {
     new PerformanceObserver((list) => {
       for (const entry of list.getEntries()) page.longTasks.push([entry.startTime, entry.duration]);
@@ -40,7 +46,10 @@
       super(...args);
       super.addEventListener("message", (event) => {
         const now = performance.now();
-        if (page.tFrame === null && holdsReply(event)) page.tFrame = now;
+        if (page.tFrame === null && holdsReply(event)) {
+          page.tFrame = now;
+          if (page.onReply) page.onReply(); // the probe starts watching frames
+        }
       });
     }
     addEventListener(type, listener, options) {

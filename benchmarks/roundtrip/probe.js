@@ -13,12 +13,13 @@
 //              callback) at whose layout the reply's text is in the rendered text of the
 //              newest rows (innerText, read in a ResizeObserver callback: those run after
 //              every rAF callback, the app's included, and after style and layout, just
-//              before the frame paints).
+//              before the frame paints). The frames are watched from tFrame on (from
+//              tDom without page_init.js): a rAF loop from Enter would make the page
+//              render frames it would not otherwise, which cost ~5 ms each at 10,000 rows.
 //   tPaint:    a user-blocking scheduler.postTask task posted from that ResizeObserver
 //              callback: the first task after the frame's rendering update, i.e. once
 //              the main thread has painted that frame and handed it to the compositor.
 //              The headline.
-//   tNextFrame: the next animation frame's start (an upper bound of the paint).
 //   tPresented: Element Timing's renderTime of the reply's text (the compositor's
 //              presentation time; Chromium coarsens it), null if it never came.
 // Only the newest config.lookBack rows are read, so a check costs the same at 100 or
@@ -35,7 +36,6 @@
       tVisible: null,
       tLaidOut: null,
       tPaint: null,
-      tNextFrame: null,
       tPresented: null,
       mark: null,
       mutations: 0,
@@ -82,7 +82,9 @@
   new MutationObserver(() => {
     if (bench.expected === null || bench.tDom !== null) return;
     bench.mutations += 1;
-    if (holding(false) !== null) bench.tDom = performance.now();
+    if (holding(false) === null) return;
+    bench.tDom = performance.now();
+    watchFrames(bench.round);
   }).observe(document.body, { childList: true, subtree: true, characterData: true });
 
   // Element Timing: mark the reply's text before its first paint, read when presented.
@@ -102,13 +104,10 @@
     }
   };
 
-  const finish = () => {
-    if (bench.tPaint !== null && bench.tNextFrame !== null && bench.resolve) bench.resolve();
-  };
   const painted = (round) => {
     if (round !== bench.round || bench.tPaint !== null) return;
     bench.tPaint = performance.now();
-    finish();
+    if (bench.resolve) bench.resolve();
   };
   // The first task after this frame's rendering update: a user-blocking task runs ahead
   // of the normal-priority tasks already queued (frames, an app's scheduler), which a
@@ -123,24 +122,28 @@
   const laidOut = new ResizeObserver(() => {
     if (bench.expected === null || bench.tVisible !== null || frameStart === null) return;
     const target = holding(true);
-    if (target === null) return;
+    if (target === null) {
+      const round = bench.round;
+      requestAnimationFrame(() => frame(round)); // not yet: look again next frame
+      return;
+    }
     bench.tVisible = frameStart;
     bench.tLaidOut = performance.now();
     mark(target);
     afterRendering(bench.round);
   });
+  let watching = 0; // the round whose frames are watched
   const frame = (round) => {
-    if (round !== bench.round || bench.expected === null) return;
-    const now = performance.now();
-    if (bench.tVisible !== null) {
-      bench.tNextFrame = now;
-      finish();
-      return;
-    }
-    frameStart = now;
-    // A fresh observation is reported in this frame's rendering update, after layout.
+    if (round !== bench.round || bench.expected === null || bench.tVisible !== null) return;
+    frameStart = performance.now();
+    // A fresh observation is reported in this frame's rendering update, after layout;
+    // that callback asks for the next frame only if the reply is not visible yet.
     laidOut.unobserve(document.documentElement);
     laidOut.observe(document.documentElement);
+  };
+  const watchFrames = (round) => {
+    if (watching === round || round !== bench.round) return;
+    watching = round;
     requestAnimationFrame(() => frame(round));
   };
 
@@ -156,7 +159,7 @@
       bench.resolve = resolve;
     });
     const round = bench.round;
-    requestAnimationFrame(() => frame(round));
+    page.onReply = () => watchFrames(round);
   };
   const settle = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
   bench.wait = async (ms) => {
@@ -172,7 +175,6 @@
       tVisible: bench.tVisible,
       tLaidOut: bench.tLaidOut,
       tPaint: bench.tPaint,
-      tNextFrame: bench.tNextFrame,
       tPresented: bench.tPresented,
       mutations: bench.mutations,
       frames: page.frames ? page.frames.slice() : null,

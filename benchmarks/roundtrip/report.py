@@ -210,7 +210,6 @@ WHERE: list[tuple[str, Callable[[Run], list[float]]]] = [
     ("visible to paint: that frame -> painted", lambda r: r.between("visible", "paint")),
     ("  of it, style and layout", lambda r: r.between("visible", "laid_out")),
     ("(Enter -> reply in the DOM)", lambda r: r.between("t0", "dom")),
-    ("(painted -> next frame starts)", lambda r: r.between("paint", "next_frame")),
     ("(painted -> presented, Element Timing)", lambda r: r.between("paint", "presented")),
 ]
 """Where Enter -> paint goes: the three parts add up to it; indented lines are inside

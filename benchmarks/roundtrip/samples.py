@@ -56,7 +56,6 @@ class Sample:
     """That frame's style and layout were done (ResizeObserver)."""
     paint: float
     """The first task after that frame's rendering update: painted. The headline."""
-    next_frame: float | None
     presented: float | None
     mutations: int
     earlier_frames: int | None = None
@@ -92,7 +91,6 @@ class Sample:
             visible=float(result["tVisible"]) - float(t0),
             laid_out=float(result["tLaidOut"]) - float(t0),
             paint=float(result["tPaint"]) - float(t0),
-            next_frame=since("tNextFrame"),
             presented=since("tPresented"),
             mutations=int(result.get("mutations") or 0),
             earlier_frames=len(earlier) if frames is not None else None,
