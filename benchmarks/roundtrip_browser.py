@@ -676,6 +676,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"the run could not complete: {exc}", file=sys.stderr)
         print(f"(files kept in {work})", file=sys.stderr)
         return 2
+    info["load_average_1m_after"] = os.getloadavg()[0]
     goals = report.goals(results.runs, results.lengths)
     print("\n".join(report.lines(results.runs, results.lengths, startups, goals, info, args)))
     if results.traced is not None:

@@ -379,7 +379,7 @@ def lines(
         "",
         f"  machine: {info['cpus']} CPUs ({info['model']}), Python {info['python']},"
         f" kernel {info['kernel']}, {info['chromium']}; LineUp {info['lineup_commit']}"
-        f" (src {src}); Chainlit {info.get('chainlit', '-')}; load average before"
-        f" {info['load_average_1m']:.2f}",
+        f" (src {src}); Chainlit {info.get('chainlit', '-')}; 1-minute load average"
+        f" {info['load_average_1m']:.2f} before, {info['load_average_1m_after']:.2f} after",
     ]
     return out
