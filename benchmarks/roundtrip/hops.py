@@ -54,6 +54,7 @@ SEGMENTS: list[tuple[str, str, str]] = [
     ("Runtime -> Web Host frame out", "reply_applied", "reply_out"),
     ("Web Host -> page (frame in)", "reply_out", "page_reply"),
     ("page: frame -> reply in DOM", "page_reply", "dom"),
+    ("page: reply in DOM -> painted", "dom", "paint"),
 ]
 SIDE: list[tuple[str, str, str]] = [
     ("(side) AppServer ack of the message", "send", "ack"),
@@ -86,7 +87,7 @@ def analyse(
     origin_ms: float,
     window: tuple[float, float],
 ) -> Hops:
-    """``messages``: per measured message its ``text``, ``t0``/``t1`` (page ms) and the
+    """``messages``: per measured message its ``text``, probe.js's times (page ms) and the
     page's WebSocket log entries ``[dir, wall ms, key, state-or-op]``."""
     first: dict[tuple[str, str], float] = {}
     detail: dict[tuple[str, str], Any] = {}
@@ -123,7 +124,8 @@ def analyse(
         page_out = [at for kind, at, key, _ in message["log"] if kind == "out" and key == text]
         points = {
             "keydown": origin_ms + message["t0"],
-            "dom": origin_ms + message["t1"],
+            "dom": origin_ms + message["tDom"],
+            "paint": origin_ms + message["tPaint"],
             "page_send": page_out[0] if page_out else None,
             "page_sending": page_in.get((envelope, "sending")),
             "page_reply": page_in.get((reply, "received")),
@@ -144,7 +146,7 @@ def analyse(
             hops.incomplete += 1
             continue
         hops.messages += 1
-        hops.totals.append(points["dom"] - points["keydown"])
+        hops.totals.append(points["paint"] - points["keydown"])
         for label, a, b in SEGMENTS + SIDE:
             if points[a] is not None and points[b] is not None:
                 found[label].append(points[b] - points[a])
@@ -170,7 +172,7 @@ def report(hops: Hops) -> list[str]:
         if hops.segments.get(label):
             lines.append(row(label, hops.segments[label]))
     if hops.totals:
-        lines.append(row("total: keydown -> reply in DOM", hops.totals))
+        lines.append(row("total: keydown -> reply painted", hops.totals))
     for label, _, _ in SIDE:
         if hops.segments.get(label):
             lines.append(row(label, hops.segments[label]))

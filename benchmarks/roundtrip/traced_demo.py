@@ -29,6 +29,7 @@ from lineup.client import connection as connection_module
 from lineup.db import sqlite as sqlite_module
 from lineup.host import app as host_module
 from lineup.host import channel
+from lineup.runtime import receive as receive_module
 from lineup.runtime import runtime as runtime_module
 from lineup.runtime import store as store_module
 
@@ -98,23 +99,31 @@ def install() -> None:
 
     wrap_async(connection_module.Connection, "send_envelope", send_before, send_after)
 
-    # The Runtime's stream: each envelope frame is classified on arrival, applied in batches.
-    original_classify = runtime_module.classify
+    # The Runtime's stream: each envelope frame is classified on arrival, applied in
+    # batches (receive.apply_batch, one writer transaction; "applied" once it committed).
+    original_classify = receive_module.classify
 
-    def classify(frame: Any, known_scopes: Any) -> Any:
-        received = original_classify(frame, known_scopes)
+    def classify(frame: Any, *args: Any) -> Any:  # runtime.py imported it by name
+        received = original_classify(frame, *args)
         record("runtime.frame_in", str(received.envelope_id), frame.seq)
         return received
 
-    runtime_module.classify = classify
-    wrap_async(
-        store_module.RuntimeStore,
-        "apply_received",
-        lambda _store, items: [record("runtime.apply", str(i.envelope_id)) for i in items],
-        lambda _result, _store, items: [
-            record("runtime.applied", str(i.envelope_id)) for i in items
-        ],
-    )
+    runtime_module.classify = classify  # type: ignore[attr-defined,assignment]
+    original_apply = receive_module.apply_batch
+
+    def apply_batch(txn: Any, items: Any, *args: Any) -> Any:
+        for item in items:
+            record("runtime.apply", str(item.envelope_id))
+        return original_apply(txn, items, *args)
+
+    receive_module.apply_batch = apply_batch  # type: ignore[assignment]
+
+    def written(_result: Any, _db: Any, fn: Any, *args: Any) -> None:
+        if fn is apply_batch:
+            for item in args[0]:
+                record("runtime.applied", str(item.envelope_id))
+
+    wrap_async(sqlite_module.SQLiteDatabase, "write", None, written)
 
     # The agent: the user's message off the stream, the handler, the cursor file.
     wrap_async(
