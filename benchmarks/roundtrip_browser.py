@@ -309,7 +309,9 @@ async def newest_shows(page: Page, text: str, timeout_s: float) -> bool:
 
 
 async def build(page: Page, access: backlog.AgentAccess, length: Length, args: Any) -> None:
-    """Post the agent's messages until the page holds ``length.rows`` rows: batches of
+    """Post the agent's messages until the conversation holds ``length.rows`` rows (the
+    page's rows when it began, plus those posted; a shell that lets old rows go holds
+    fewer, reported as "in page"): batches of
     ``--build-batch``, ``--build-window`` requests in flight, each batch's last one
     alone (so it is the newest row), then wait until the page shows it."""
     token = secrets.token_hex(3)

@@ -248,8 +248,9 @@ def length_lines(lengths: Sequence[Length], args: Any) -> list[str]:
     ]
     rows: list[tuple[str, ...]] = [
         (
-            *("rows", "build", "p50", "p90", "p99", "to page", "to visible", "to paint"),
-            *("renderer CPU", "main thread", "JS heap", "DOM nodes", "long tasks: build"),
+            *("rows", "in page", "build", "p50", "p90", "p99", "to page", "to visible"),
+            *("to paint", "renderer CPU", "main thread", "JS heap", "DOM nodes"),
+            "long tasks: build",
             "measured",
         )
     ]
@@ -260,6 +261,7 @@ def length_lines(lengths: Sequence[Length], args: Any) -> list[str]:
         heap = length.heap_before
         rows.append(
             (
+                f"{length.rows:,}",
                 f"{length.rows_built:,}",
                 f"{length.build_s:.1f} s" + ("" if length.built else " (gave up)"),
                 *(fmt(s.get(k)) for k in ("p50", "p90", "p99")),
@@ -281,7 +283,7 @@ def length_lines(lengths: Sequence[Length], args: Any) -> list[str]:
         " main thread: Performance.getMetrics TaskDuration; JS heap and nodes after a full"
         " GC, at the length built, before measuring)"
     )
-    measured = [(f"{x.rows_built:,} rows", x.run) for x in lengths if x.run and x.run.samples]
+    measured = [(f"{x.rows:,} rows", x.run) for x in lengths if x.run and x.run.samples]
     if measured:
         out += where_lines("where the time goes, ms (p50 / p90 / p99)", measured)
     for length in lengths:

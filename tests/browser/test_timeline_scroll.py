@@ -82,6 +82,30 @@ async def at_the_end(page: Page, text: str) -> None:
     await at_end(page)
 
 
+OLDER_CAME = """(first) =>
+  Number(document.querySelector("#items > li.item")?.dataset.key) !== first
+  || document.getElementById("older").hidden"""
+NEWER_CAME = """(last) =>
+  Number(document.querySelector("#items > li.item:last-child")?.dataset.key) !== last"""
+
+
+async def older_page_came(page: Page, first: int) -> None:
+    """The first row is another (an older page came), or there is nothing older."""
+    await page.wait_for_function(OLDER_CAME, arg=first, timeout=10_000)
+
+
+async def newer_page_came(page: Page, last: int) -> None:
+    await page.wait_for_function(NEWER_CAME, arg=last, timeout=10_000)
+
+
+def contiguous(shown: list[int], record: list[int]) -> bool:
+    """``shown`` is a run of the record, in order, nothing skipped or doubled."""
+    if not shown or shown[0] not in record:
+        return False
+    start = record.index(shown[0])
+    return record[start : start + len(shown)] == shown
+
+
 async def test_it_opens_at_the_newest_row_and_stays_there_as_rows_grow(
     page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
 ) -> None:
@@ -194,15 +218,22 @@ async def test_a_long_live_session_lets_old_rows_go_and_brings_every_one_back(
     held = await _count(page)
     assert held <= 240, f"{held} rows in the page: the window did not let old ones go"
     conversation = await chat_id(client)
+    record = (await record_of(client.runtime, conversation)).keys
     assert await page.locator("#older").is_visible()
+    seen = set(await shown_keys(page))
     for _ in range(30):
         if await page.locator("#older").is_hidden():
             break
-        count = await _count(page)
+        keys = await shown_keys(page)
         await page.locator("#timeline").evaluate("(t) => { t.scrollTop = 0; }")
-        await more_rows_than(page, count)
+        await older_page_came(page, keys[0])
+        now = await shown_keys(page)
+        assert contiguous(now, record) and len(now) <= 240, (now[:3], now[-3:])
+        seen.update(now)
     await expect(page.locator("#older")).to_be_hidden()
-    assert await shown_keys(page) == (await record_of(client.runtime, conversation)).keys
+    assert sorted(seen) == sorted(record)  # every row came back, each in its place
+    top = await shown_keys(page)
+    assert top == record[: len(top)]
     await screenshot("long-session-all-the-way-back")
     page_watch.assert_clean()
 
@@ -231,4 +262,60 @@ async def test_a_rejected_envelope_takes_its_place_as_a_safe_row(
         assert "secret" not in await page.locator("#items").inner_text()
         await page.reload()
     await screenshot("rejected-row")
+    page_watch.assert_clean()
+
+
+async def test_reading_far_back_lets_the_newest_go_and_the_way_down_brings_them_back(
+    page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
+) -> None:
+    await talk(client, 600, long_every=40)
+    conversation = await chat_id(client)
+    await log_in(page, client)
+    await at_the_end(page, "message 599")
+    older = page.locator("#older")
+    for _ in range(40):
+        if await older.is_hidden():
+            break
+        keys = await shown_keys(page)
+        await page.locator("#timeline").evaluate("(t) => { t.scrollTop = 0; }")
+        await older_page_came(page, keys[0])
+        assert len(await shown_keys(page)) <= 240
+    await expect(older).to_be_hidden()
+    record = (await record_of(client.runtime, conversation)).keys
+    top = await shown_keys(page)
+    assert top == record[: len(top)] and len(top) <= 240
+    # New rows while the person reads the start: counted, not put in.
+    await talk(client, 3, start=600)
+    jump = page.locator("#jump")
+    await expect(jump).to_have_text("3 new messages")
+    assert await shown_keys(page) == top
+    await screenshot("far-back-with-new-rows")
+    # Scrolling down pages forward, a window at a time, up to the newest.
+    for _ in range(40):
+        if "message 602" in (await page.locator("#items > li.item").last.inner_text()):
+            break
+        last = (await shown_keys(page))[-1]
+        await page.locator("#timeline").evaluate("(t) => { t.scrollTop = t.scrollHeight; }")
+        await newer_page_came(page, last)
+        assert len(await shown_keys(page)) <= 240
+    # Read to the end: the rows counted are seen, the control goes.
+    await page.locator("#timeline").evaluate("(t) => { t.scrollTop = t.scrollHeight; }")
+    await expect(jump).to_be_hidden()
+    record = (await record_of(client.runtime, conversation)).keys
+    down = await shown_keys(page)
+    assert contiguous(down, record) and down[-1] == record[-1], (down[:3], down[-3:])
+    # Back far up, then the control takes the person straight to the newest row.
+    for _ in range(6):
+        keys = await shown_keys(page)
+        await page.locator("#timeline").evaluate("(t) => { t.scrollTop = 0; }")
+        await older_page_came(page, keys[0])
+    await talk(client, 1, start=603)
+    await expect(jump).to_have_text("1 new message")
+    await jump.click()
+    await at_the_end(page, "message 603")
+    await expect(jump).to_be_hidden()
+    record = (await record_of(client.runtime, conversation)).keys
+    newest = await shown_keys(page)
+    assert newest == record[-len(newest) :]
+    await screenshot("back-at-the-newest")
     page_watch.assert_clean()

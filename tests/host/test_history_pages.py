@@ -127,7 +127,6 @@ async def test_bad_history_frames_are_refused_with_a_code_and_the_tab_goes_on(
     async with tab(client) as ws:
         await hello(ws)
         for where, code in (
-            ({}, "invalid_request"),
             ({"before": 1, "after": 1}, "invalid_request"),
             ({"before": 10**9}, "not_found"),
             ({"after": 10**9}, "not_found"),
@@ -138,3 +137,17 @@ async def test_bad_history_frames_are_refused_with_a_code_and_the_tab_goes_on(
         await ws.send(json.dumps({"op": "history", "conversation_id": conversation, "before": 0}))
         assert (await next_frame(ws, "error"))["code"] == "invalid_request"
         assert (await hello(ws))["op"] == "snapshot"  # the channel still serves the tab
+
+
+async def test_a_page_with_no_key_is_the_newest_page_as_the_snapshot_has_it(
+    client: Client,
+) -> None:
+    await build(client)
+    conversation = await chat_id(client)
+    async with tab(client) as ws:
+        snapshot = await hello(ws)
+        newest = await page(ws, conversation)
+        assert newest["direction"] == "newest"
+        assert newest["older"] and not newest["newer"]
+        assert newest["first"] == snapshot["oldest"][conversation]
+        assert [r["key"] for r in newest["items"]] == [r["key"] for r in snapshot["items"]]

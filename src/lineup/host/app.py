@@ -446,8 +446,8 @@ class WebHost:
         return _encode(await self._history(frame))
 
     async def _history(self, frame: channel.History) -> channel.HistoryPage | channel.ChannelError:
-        if (frame.before is None) == (frame.after is None):
-            return channel.ChannelError(ErrorCode.INVALID_REQUEST, "history needs before or after")
+        if frame.before is not None and frame.after is not None:
+            return channel.ChannelError(ErrorCode.INVALID_REQUEST, "history: before or after")
         page = await self.runtime.history(
             frame.conversation_id, before=frame.before, after=frame.after, limit=PAGE
         )
@@ -460,7 +460,9 @@ class WebHost:
         view = await page_view(self.runtime, page, unread)
         return channel.HistoryPage(
             conversation_id=frame.conversation_id,
-            direction="older" if frame.before is not None else "newer",
+            direction="older"
+            if frame.before is not None
+            else ("newer" if frame.after is not None else "newest"),
             items=view.items,
             app_sessions=view.groups,
             first=view.first,

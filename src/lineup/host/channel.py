@@ -50,8 +50,9 @@ class Retry(_In, frozen=True, tag="retry"):
 
 
 class History(_In, frozen=True, tag="history"):
-    """A page of rows just before the row keyed ``before`` (older) or just after the
-    row keyed ``after`` (newer, after a long time away): exactly one of them."""
+    """A page of rows just before the row keyed ``before`` (older), just after the
+    row keyed ``after`` (newer: scrolling back down, after a long time away), or, with
+    neither, the newest page (the way back from far up). Not both."""
 
     conversation_id: Id
     before: Annotated[int, msgspec.Meta(ge=1)] | None = None
@@ -410,11 +411,11 @@ class ConnectionState(msgspec.Struct, frozen=True, tag_field="op", tag="connecti
 
 class HistoryPage(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="history"):
     """The rows just before (``direction`` ``older``) or just after (``newer``) the
-    row the tab named, in the conversation's order, with the sub-session groups
-    placed in it."""
+    row the tab named, or the newest ones (``newest``), in the conversation's order,
+    with the sub-session groups placed in it."""
 
     conversation_id: str
-    direction: Literal["older", "newer"]
+    direction: Literal["older", "newer", "newest"]
     items: list[ItemView]
     app_sessions: list[AppSessionView] = msgspec.field(default_factory=list)
     """The groups whose (hidden) ``app_session.opened`` row is in this page."""

@@ -61,13 +61,22 @@ import {
   rerenderInOverlay,
   standIn,
 } from "./overlay.js";
-import { arrived, initTimeline, keepAnchor, pinned, toNewest } from "./timeline.js";
+import {
+  arrived,
+  holdsNewest,
+  initTimeline,
+  keepAnchor,
+  pinned,
+  toNewest,
+} from "./timeline.js";
 
-// The window: the shell holds the rows from ``state.floor`` (a row the Runtime
-// knows: its key and seq) to the newest. Older rows come a page at a time, asked for
-// by the floor's key; while the person stays at the newest row, rows above the last
-// KEEP_ROWS are let go (MAX_ROWS at most), so a day-long conversation costs what an
-// hour's does. Scrolling up brings them back from the Runtime.
+// The window: the shell holds the rows from ``state.floor`` to ``state.ceiling`` (each
+// a row the Runtime knows: its key and seq; no ceiling: up to the newest). Pages come
+// one at a time, asked for by those keys: older ones when the person scrolls to the
+// top, newer ones when they scroll back down. At most MAX_ROWS rows are held: past
+// that, the rows furthest from the eye are let go down to KEEP_ROWS (the oldest while
+// the person is at the newest row, the newest while they read far back), so a
+// day-long conversation costs what an hour's does, in work per row and in memory.
 const MAX_ROWS = 240;
 const KEEP_ROWS = 160;
 
@@ -82,8 +91,11 @@ const state = {
   socket: null,
   retryDelay: 250,
   loadingOlder: null, // the floor key an older page was asked for
+  loadingNewer: null, // the ceiling key a newer page was asked for ("newest": the newest)
   complete: false,
   floor: null, // { key, seq }: the oldest row held (shown or hidden)
+  ceiling: null, // { key, seq }: the newest row held, when the newest rows are not
+  beyond: new Set(), // keys of rows newer than the ceiling, counted as new
   unread: new Set(), // keys of rows still unacknowledged in Interact's inbox
   latestStatus: null,
 };
@@ -100,7 +112,7 @@ initConsent({ send, refreshRows: refreshCapabilityRows });
 initSettings({ send });
 initAppCentre({ send });
 initUiCards({ send });
-initTimeline({ onTop: loadOlder });
+initTimeline({ onTop: loadOlder, onBottom: loadNewer, onJump: jumpToNewest });
 initOverlay({
   renderItem,
   swap,
@@ -357,9 +369,10 @@ function order(a, b) {
   return a.key - b.key;
 }
 
-// A row of the conversation shown, from the floor on (older ones wait for their page).
+// A row of the conversation shown: in the window (others wait for their page).
 function placed(item) {
   if (!state.conversation || item.conversation_id !== state.conversation.id) return false;
+  if (state.ceiling && order(item, state.ceiling) > 0) return false;
   return !state.floor || order(item, state.floor) >= 0;
 }
 
@@ -444,8 +457,13 @@ function placeOne(item) {
 // MAX_ROWS - KEEP_ROWS new rows. Groups stay known (an open app's overlay needs its
 // group); they are placed again when their page comes back.
 function letGo() {
+  if (!pinned() || state.loadingOlder !== null) return;
+  letGoOldest();
+}
+
+function letGoOldest() {
   const list = $("items");
-  if (!pinned() || state.loadingOlder !== null || list.childElementCount <= MAX_ROWS) return;
+  if (list.childElementCount <= MAX_ROWS) return;
   const kept = rowItem(list.children[list.childElementCount - KEEP_ROWS]);
   if (!kept) return;
   state.floor = { key: kept.key, seq: kept.seq };
@@ -455,14 +473,38 @@ function letGo() {
     rendered.delete(Number(li.dataset.key));
     li.remove();
   }
+  forget((item) => order(item, state.floor) < 0);
+  $("older").hidden = false;
+}
+
+// Reading far back: let the newest rows go (they are far below the eye) and hold a
+// ceiling; new rows are counted, not shown, until the person comes back down.
+function letGoNewest() {
+  const list = $("items");
+  if (list.childElementCount <= MAX_ROWS) return;
+  const kept = rowItem(list.children[KEEP_ROWS - 1]);
+  if (!kept) return;
+  state.ceiling = { key: kept.key, seq: kept.seq };
+  holdsNewest(false);
+  const last = rendered.get(kept.key)?.li;
+  while (list.lastElementChild && list.lastElementChild !== last) {
+    const li = list.lastElementChild;
+    rendered.delete(Number(li.dataset.key));
+    li.remove();
+  }
+  forget((item) => order(item, state.ceiling) > 0);
+}
+
+// Rows out of the window leave the shell's memory (groups stay known: an open app's
+// overlay needs its group; they are placed again when their page comes back).
+function forget(outside) {
   for (const [key, item] of state.items) {
     if (item.kind === "app_session" || item.data?.app_session_id) continue;
-    if (order(item, state.floor) < 0) {
+    if (outside(item)) {
       state.items.delete(key);
       state.unread.delete(key);
     }
   }
-  $("older").hidden = false;
 }
 
 // A call saved or picked a file: its app.result row now shows it.
@@ -529,8 +571,12 @@ function onSnapshot(frame) {
   state.unread.clear();
   state.latestStatus = null;
   state.loadingOlder = null; // a page asked for on the old channel never comes
+  state.loadingNewer = null;
   state.complete = !!state.conversation && (frame.complete || []).includes(state.conversation.id);
   state.floor = (state.conversation && frame.oldest?.[state.conversation.id]) || null;
+  state.ceiling = null;
+  state.beyond.clear();
+  holdsNewest(true);
   const drafts = resetCards(frame);
   resetConsent(frame);
   frame.items.forEach(upsert);
@@ -552,6 +598,13 @@ function onSnapshot(frame) {
 
 function onItem(item) {
   const before = state.items.get(item.key);
+  if (state.ceiling && !before && !placed(item) && item.conversation_id === state.conversation?.id) {
+    // Newer than the window: counted by the "new messages" control, once per row.
+    if (!state.beyond.has(item.key)) arrived(item);
+    state.beyond.add(item.key);
+    if (item.kind === "interaction") trackInteraction(item);
+    return;
+  }
   upsert(item);
   if (!placeOne(item)) redraw();
   if (item.kind === "interaction") interactionArrived(item, before);
@@ -618,10 +671,11 @@ function onFrame(frame) {
       onAppFallback(frame);
       break;
     case "history":
-      onOlder(frame);
+      onPage(frame);
       break;
     case "error":
       state.loadingOlder = null; // a refused page may be asked for again
+      state.loadingNewer = null;
       console.warn(`runtime: ${frame.code}`);
       break;
     default:
@@ -690,8 +744,12 @@ function loadOlder() {
 // The page just before the floor: its rows and the groups that opened in it go in
 // above the eye, and the floor moves to its first row. A page for a floor that has
 // moved since (the window was let go, a new snapshot) is not this window's.
+function onPage(frame) {
+  if (frame.direction === "older") onOlder(frame);
+  else onNewer(frame);
+}
+
 function onOlder(frame) {
-  if (frame.direction !== "older") return;
   const asked = state.loadingOlder;
   state.loadingOlder = null;
   if (!state.conversation || frame.conversation_id !== state.conversation.id) return;
@@ -701,7 +759,57 @@ function onOlder(frame) {
   if (frame.first) state.floor = frame.first;
   state.complete = !frame.older;
   keepAnchor(redraw);
+  if (!pinned()) letGoNewest();
   fillScreen();
+}
+
+function loadNewer() {
+  if (state.loadingNewer !== null || !state.conversation || !state.ceiling) return;
+  const after = state.ceiling.key;
+  if (send({ op: "history", conversation_id: state.conversation.id, after })) {
+    state.loadingNewer = after;
+  }
+}
+
+// The way back down: the page just after the ceiling (below the eye: nothing moves),
+// or, for "newest", the newest page in place of the whole window.
+function onNewer(frame) {
+  const asked = state.loadingNewer;
+  state.loadingNewer = null;
+  if (!state.conversation || frame.conversation_id !== state.conversation.id) return;
+  if (frame.direction === "newest") {
+    if (asked !== "newest") return;
+    forget(() => true);
+    rendered.clear();
+    state.floor = frame.first || null;
+    state.complete = !frame.older;
+  } else if (!state.ceiling || asked !== state.ceiling.key) {
+    return;
+  }
+  frame.items.forEach(upsert);
+  onAppSessions(frame.app_sessions || []);
+  state.ceiling = frame.newer ? frame.last : null;
+  if (!state.ceiling) state.beyond.clear();
+  holdsNewest(!state.ceiling);
+  if (frame.direction === "newest") {
+    redraw();
+    toNewest();
+  } else {
+    redraw();
+    keepAnchor(letGoOldest);
+  }
+}
+
+// The "new messages" control: down to the newest row, which the window may not hold.
+function jumpToNewest() {
+  if (!state.ceiling) {
+    toNewest();
+    return;
+  }
+  if (state.loadingNewer === "newest" || !state.conversation) return;
+  if (send({ op: "history", conversation_id: state.conversation.id })) {
+    state.loadingNewer = "newest";
+  }
 }
 
 // The app area closing (or "Back to chat") brings the person back to the newest row.

@@ -17,10 +17,19 @@ import { $ } from "./dom.js";
 const STICK_PX = 24; // this close to the end counts as "at the bottom"
 const TOP_PX = 40; // this close to the start asks for older rows
 
-const view = { pinned: true, lastTop: 0, fresh: 0, question: false, onTop: () => {} };
+const view = {
+  pinned: true,
+  holdsNewest: true, // the window reaches the newest row (else: no pinning, page down)
+  lastTop: 0,
+  fresh: 0,
+  question: false,
+  onTop: () => {},
+  onBottom: () => {},
+};
 
-export function initTimeline({ onTop }) {
+export function initTimeline({ onTop, onBottom, onJump }) {
   view.onTop = onTop;
+  view.onBottom = onBottom;
   const timeline = $("timeline");
   // Only the person moving up lets go of the end: rows that grew since the last
   // frame put the end further away without moving the scroll position, and must not.
@@ -28,12 +37,13 @@ export function initTimeline({ onTop }) {
     "scroll",
     () => {
       const top = timeline.scrollTop;
-      const far = distanceToEnd() >= STICK_PX;
-      if (!far) view.pinned = true;
-      else if (top < view.lastTop - 1) view.pinned = false;
+      const toEnd = distanceToEnd();
+      if (toEnd < STICK_PX && view.holdsNewest) view.pinned = true;
+      else if (toEnd >= STICK_PX && top < view.lastTop - 1) view.pinned = false;
       view.lastTop = top;
       if (view.pinned) clearFresh();
       if (top < TOP_PX) view.onTop();
+      if (toEnd < TOP_PX && !view.holdsNewest) view.onBottom();
     },
     { passive: true },
   );
@@ -42,7 +52,7 @@ export function initTimeline({ onTop }) {
   });
   stick.observe(timeline);
   stick.observe($("items"));
-  $("jump").addEventListener("click", toNewest);
+  $("jump").addEventListener("click", onJump);
 }
 
 function distanceToEnd() {
@@ -58,6 +68,12 @@ function toEnd() {
 
 export function pinned() {
   return view.pinned;
+}
+
+// Whether the window holds the newest row: only then can the view pin to the end.
+export function holdsNewest(holds) {
+  view.holdsNewest = holds;
+  if (!holds) view.pinned = false;
 }
 
 // Back to the newest row, and stay there (after "Back to chat", closing an app, the
