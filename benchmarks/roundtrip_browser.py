@@ -141,8 +141,11 @@ TO_NEWEST_JS = """async () => {
   return 0;
 }"""
 OLDER_HIDDEN_JS = "() => { const b = document.getElementById('older'); return !b || b.hidden; }"
-CHILDREN_JS = "() => document.getElementById('items').childElementCount"
-GREW_JS = """n => document.getElementById('items').childElementCount > n
+FIRST_KEY_JS = "() => document.getElementById('items').firstElementChild?.dataset.key ?? null"
+# Earlier rows came: the first row is another one (a shell that holds a window keeps
+# its row count), or there is nothing earlier.
+GREW_JS = """key =>
+  (document.getElementById('items').firstElementChild?.dataset.key ?? null) !== key
   || !document.getElementById('older') || document.getElementById('older').hidden"""
 TO_TOP_JS = """() => {
   const timeline = document.getElementById('timeline');
@@ -355,7 +358,7 @@ async def build(page: Page, access: backlog.AgentAccess, length: Length, args: A
         length.built = False
 
 
-async def grew(page: Page, before: int, timeout_s: float) -> bool:
+async def grew(page: Page, before: str | None, timeout_s: float) -> bool:
     try:
         await page.wait_for_function(GREW_JS, arg=before, polling=20, timeout=timeout_s * 1000)
     except PlaywrightTimeout:
@@ -385,7 +388,7 @@ async def scroll_through(
     for _ in range(args.scroll_pages):
         if await page.evaluate(OLDER_HIDDEN_JS):
             break
-        before = int(await page.evaluate(CHILDREN_JS))
+        before = await page.evaluate(FIRST_KEY_JS)
         asked = time.monotonic()
         await page.evaluate(TO_TOP_JS)
         if not await grew(page, before, 5):

@@ -602,7 +602,10 @@ function onItem(item) {
     // Newer than the window: counted by the "new messages" control, once per row.
     if (!state.beyond.has(item.key)) arrived(item);
     state.beyond.add(item.key);
-    if (item.kind === "interaction") trackInteraction(item);
+    if (item.kind === "interaction") {
+      trackInteraction(item);
+      interactionArrived(item, undefined); // a notice's toast shows wherever the eye is
+    }
     return;
   }
   upsert(item);
