@@ -69,6 +69,13 @@ async def talk(client: Client, count: int, start: int = 0, *, long_every: int = 
     return last
 
 
+async def opened_after(page: Page, client: Client, count: int) -> None:
+    """The agent says ``count`` messages, then the person logs in: at the newest."""
+    await talk(client, count)
+    await log_in(page, client)
+    await at_the_end(page, f"message {count - 1}")
+
+
 async def shown_keys(page: Page) -> list[int]:
     keys: list[Any] = await page.evaluate(
         "[...document.querySelectorAll('#items > li.item')].map((li) => Number(li.dataset.key))"
@@ -109,9 +116,7 @@ def contiguous(shown: list[int], record: list[int]) -> bool:
 async def test_it_opens_at_the_newest_row_and_stays_there_as_rows_grow(
     page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
 ) -> None:
-    await talk(client, 80)
-    await log_in(page, client)
-    await at_the_end(page, "message 79")
+    await opened_after(page, client, 80)
     await page.reload()
     await at_the_end(page, "message 79")
     for n in range(80, 90):
@@ -132,9 +137,7 @@ async def test_it_opens_at_the_newest_row_and_stays_there_as_rows_grow(
 async def test_scrolled_up_it_stays_put_and_counts_what_came(
     page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
 ) -> None:
-    await talk(client, 60)
-    await log_in(page, client)
-    await at_the_end(page, "message 59")
+    await opened_after(page, client, 60)
     await page.locator("#timeline").evaluate("(t) => { t.scrollTop = t.scrollHeight / 3; }")
     keys = await shown_keys(page)
     reading = keys[len(keys) // 2]
@@ -164,9 +167,7 @@ async def test_scrolled_up_it_stays_put_and_counts_what_came(
 async def test_a_new_question_arrives_fully_in_view(
     page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
 ) -> None:
-    await talk(client, 40)
-    await log_in(page, client)
-    await at_the_end(page, "message 39")
+    await opened_after(page, client, 40)
     options = [{"id": f"o{n}", "label": f"Option {n}"} for n in range(6)]
     await tool_call(client, "interact.choice", {"prompt": "Which one?", "options": options}, "q1")
     card = page.locator("#items > li.item.interaction").last
@@ -180,9 +181,7 @@ async def test_a_new_question_arrives_fully_in_view(
 async def test_an_older_page_keeps_the_row_under_the_eye(
     page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
 ) -> None:
-    await talk(client, 170)
-    await log_in(page, client)
-    await at_the_end(page, "message 169")
+    await opened_after(page, client, 170)
     older = page.locator("#older")
     for _ in range(3):
         await expect(older).to_be_visible()
