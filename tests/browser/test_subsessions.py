@@ -181,3 +181,33 @@ async def test_continue_opens_new_work_beside_the_closed_group_at_375px(
     await new.scroll_into_view_if_needed()
     await screenshot("continued-group-375")
     page_watch.assert_clean()
+
+
+async def test_continue_twice_and_from_a_second_tab_gives_one_new_instance(
+    page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
+) -> None:
+    await log_in(page, client)
+    other = await page.context.new_page()
+    await other.goto(client.url + "/")
+    await expect(other.locator("#connection")).to_have_attribute("data-state", "connected")
+    old_instance, old_sid = await open_started(client, NOTES)
+    assert (await client.runtime.apps.request_close(old_instance, actor="user")).accepted
+    groups = f'.items > .item.app-session[data-app-session-id="{old_sid}"]'
+    for tab in (page, other):
+        await expect(tab.locator(groups)).to_have_attribute("data-session-state", "closed")
+    button = "Continue this notes work"
+    await page.locator(groups).get_by_role("button", name=button).click()
+    await expect(page.locator(".items > .item.app-session")).to_have_count(2)
+    # The same ended work, continued again: from the other tab, then here once more.
+    await other.locator(groups).get_by_role("button", name=button).click()
+    await page.get_by_role("button", name="Back to chat (send notes to background)").click()
+    await page.locator(groups).get_by_role("button", name=button).click()
+    for tab in (page, other):
+        await expect(tab.locator(".items > .item.app-session")).to_have_count(2)
+        await expect(tab.locator("#dock .dock-item")).to_have_count(1)
+        await expect(tab.locator("#dock .dock-item.focused")).to_have_count(1)
+    live = [r for r in client.runtime.apps.instances().live() if r.app_scope == NOTES]
+    assert [r.parent_instance_id for r in live] == [old_instance]
+    await screenshot("continued-once")
+    await other.close()
+    page_watch.assert_clean()

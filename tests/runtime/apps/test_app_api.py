@@ -151,6 +151,14 @@ async def test_state_is_per_instance_bounded_and_readable_by_a_continuation(
     continued = await h.k.continue_work(first)
     assert continued.record is not None
     third = continued.record.instance_id
+    # Continue again (a second click, another tab): the same instance, no other one.
+    again = await h.k.continue_work(first)
+    assert again.accepted and again.record is not None
+    assert again.record.instance_id == third
+    assert [r.instance_id for r in h.k.instances().live() if r.parent_instance_id == first] == [
+        third
+    ]
+    assert h.k.instances().focus == third
     assert await api.call(third, "state.get", {"of": "continued"}) == {"tasks": ["a", "b"]}
     assert await api.call(third, "state.get", {}) == {}
     assert await refused(api, first, "state.get", {}) == "app_instance_not_found"  # stopped

@@ -132,7 +132,9 @@ class AppKernel:
         live, it comes to the front; when it ended, a new instance of the same app
         opens in front, in the same conversation, with a new sub-session that names
         the old one (``continues_app_session_id``). The old sub-session stays closed
-        history and its questions are not copied or revived. The receipt's
+        history and its questions are not copied or revived. Continuing the same
+        ended work again (a second click, another tab) while that new instance is
+        live brings it to the front instead of opening one more. The receipt's
         ``record`` is the instance that now holds the work; refused with
         ``app_instance_not_found`` (no such work), ``app_disabled`` or
         ``lifecycle_denied``."""
@@ -155,6 +157,11 @@ class AppKernel:
         front = Op(Action.REQUEST_FOREGROUND, instance_id, actor=actor)
         if record is not None and record in value.live():
             return instance_store.apply_lifecycle(txn, front, now)
+        # Already continued, and that instance still runs: it holds the work.
+        for live in value.live():
+            if live.parent_instance_id == instance_id:
+                again = Op(Action.REQUEST_FOREGROUND, live.instance_id, actor=actor)
+                return instance_store.apply_lifecycle(txn, again, now)
         row = txn.execute(
             "SELECT app_scope, conversation_id FROM app_sessions WHERE instance_id = ?",
             (instance_id,),
