@@ -31,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from roundtrip.servers import descendants  # noqa: E402  (benchmarks/ is the script's path)
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 from lineup.desktop.launch import free_port  # noqa: E402
@@ -41,19 +42,8 @@ ENV = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "QTWEBENGINE_CHROMIUM_FLAGS
 
 def tree_rss_mib(root: int) -> float:
     """Resident memory of ``root`` and every descendant, from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry.name))
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        todo.extend(children.get(pid, []))
+    total = 0
+    for pid in {root} | descendants(root):
         try:
             status = Path(f"/proc/{pid}/status").read_text()
         except OSError:

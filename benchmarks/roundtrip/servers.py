@@ -57,6 +57,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 def descendants(root: int) -> set[int]:
+    """Every process below ``root``, from /proc."""
     parents: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import json
 import re
+import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -436,23 +437,11 @@ def assert_shows_record(shown: Shown, record: Record, where: str) -> None:
 
 async def say(client: Client, text: str) -> str:
     """The agent says ``text``; its envelope id."""
-    agent = client.pair.agent
-    conversation = await chat_id(client)
-    body = agent.envelope(conversation, kind="lineup.v1.message", payload={"text": text})
-    response = await agent.post(conversation, body)
-    assert response.status_code == 201, response.text
-    return str(body["id"])
+    envelope_id = f"m-{uuid.uuid4().hex}"
+    await client.pair.agent.send_text(await chat_id(client), text, envelope_id=envelope_id)
+    return envelope_id
 
 
 async def arrived(client: Client, envelope_id: str) -> None:
     """Wait (on Runtime events, not time) until the store holds this envelope."""
-    conversation = await chat_id(client)
-    changed = asyncio.Event()
-    unsubscribe = client.runtime.subscribe(lambda _event: changed.set())
-    try:
-        async with asyncio.timeout(30):
-            while await client.runtime.store.item(conversation, envelope_id) is None:
-                await changed.wait()
-                changed.clear()
-    finally:
-        unsubscribe()
+    await client.wait_for_envelope(await chat_id(client), envelope_id)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -34,14 +34,30 @@ class Client:
 
     async def wait_for_items(self, conversation_id: str, count: int) -> None:
         """Wait (on Runtime events, not time) until the store holds ``count`` items."""
+
+        async def enough() -> bool:
+            items = await self.runtime.store.timeline(conversation_id, limit=count + 1)
+            return len(items) >= count
+
+        await self.wait_until(enough)
+
+    async def wait_for_envelope(self, conversation_id: str, envelope_id: str) -> None:
+        """Wait (on Runtime events, not time) until the store holds this envelope."""
+
+        async def stored() -> bool:
+            return await self.runtime.store.item(conversation_id, envelope_id) is not None
+
+        await self.wait_until(stored)
+
+    async def wait_until(self, check: Callable[[], Awaitable[bool]], within: float = 30) -> None:
+        """Look again after every Runtime event until ``check`` holds."""
         changed = asyncio.Event()
         unsubscribe = self.runtime.subscribe(lambda _event: changed.set())
         try:
-            async with asyncio.timeout(30):
+            async with asyncio.timeout(within):
                 while True:
                     changed.clear()  # before looking, so no event slips between
-                    items = await self.runtime.store.timeline(conversation_id, limit=count + 1)
-                    if len(items) >= count:
+                    if await check():
                         return
                     await changed.wait()
         finally:

@@ -12,27 +12,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import msgspec
-
-from lineup.protocol.payloads import AppSessionOpened
+from lineup.protocol import AppSessionOpenedEnvelope, decode
 from lineup.runtime import Runtime, TimelineItem, TimelinePage
 
 from .channel import AppSessionView, ItemView, RowBound
 from .views import group_view, in_group, item_view
 
-__all__ = ["PAGE", "PageView", "page_view", "shown_rows"]
+__all__ = ["PAGE", "PageView", "page_view"]
 
 PAGE = 50
 """Rows per page (hidden rows included)."""
 
-_OPENED = "lineup.v1.app_session.opened"
-
-
-class _Opened(msgspec.Struct):
-    payload: AppSessionOpened
-
-
-_opened = msgspec.json.Decoder(_Opened)
+_OPENED = AppSessionOpenedEnvelope.__struct_config__.tag
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +34,9 @@ class PageView:
     last: RowBound | None
 
 
-def shown_rows(items: Iterable[TimelineItem], unread: frozenset[tuple[str, str]]) -> list[ItemView]:
+def _shown_rows(
+    items: Iterable[TimelineItem], unread: frozenset[tuple[str, str]]
+) -> list[ItemView]:
     """Loose timeline rows: interactions of a sub-session are shown in its group."""
     views = (
         item_view(i, unread=(i.conversation_id, i.envelope_id) in unread)
@@ -58,11 +51,13 @@ async def page_view(
 ) -> PageView:
     """``page`` as the shell shows it, with the groups that opened in it."""
     opened = [
-        _opened.decode(i.body).payload.app_session_id for i in page.items if i.type == _OPENED
+        envelope.payload.app_session_id
+        for envelope in (decode(i.body) for i in page.items if i.type == _OPENED)
+        if isinstance(envelope, AppSessionOpenedEnvelope)
     ]
     groups = await runtime.app_session_groups_by_id(opened) if opened else []
     return PageView(
-        items=shown_rows(page.items, unread),
+        items=_shown_rows(page.items, unread),
         groups=[group_view(g) for g in groups],
         first=_bound(page.items[0]) if page.items else None,
         last=_bound(page.items[-1]) if page.items else None,

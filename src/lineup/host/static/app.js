@@ -744,14 +744,14 @@ function loadOlder() {
   }
 }
 
-// The page just before the floor: its rows and the groups that opened in it go in
-// above the eye, and the floor moves to its first row. A page for a floor that has
-// moved since (the window was let go, a new snapshot) is not this window's.
 function onPage(frame) {
   if (frame.direction === "older") onOlder(frame);
   else onNewer(frame);
 }
 
+// The page just before the floor: its rows and the groups that opened in it go in
+// above the eye, and the floor moves to its first row. A page for a floor that has
+// moved since (the window was let go, a new snapshot) is not this window's.
 function onOlder(frame) {
   const asked = state.loadingOlder;
   state.loadingOlder = null;
@@ -794,13 +794,9 @@ function onNewer(frame) {
   state.ceiling = frame.newer ? frame.last : null;
   if (!state.ceiling) state.beyond.clear();
   holdsNewest(!state.ceiling);
-  if (frame.direction === "newest") {
-    redraw();
-    toNewest();
-  } else {
-    redraw();
-    keepAnchor(letGoOldest);
-  }
+  redraw();
+  if (frame.direction === "newest") toNewest();
+  else keepAnchor(letGoOldest);
 }
 
 // The "new messages" control: down to the newest row, which the window may not hold.
