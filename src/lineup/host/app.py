@@ -49,7 +49,7 @@ from .jobs import HostJobs
 from .native import NativeHost
 from .pages import PAGE, page_view
 from .surface import SurfaceOrigin
-from .views import apps_view, group_view, in_group, item_view
+from .views import apps_view, group_of, group_view, in_group, item_view
 
 log = logging.getLogger("lineup.host")
 
@@ -239,8 +239,7 @@ class WebHost:
         def on_event(event: RuntimeEvent) -> None:
             if isinstance(event, TimelineChanged) and in_group(event.item):
                 # Shown inside its sub-session's group: the group frame carries it.
-                assert event.item.interaction is not None
-                groups.session(event.item.interaction.app_session_id)
+                groups.session(group_of(event.item))
                 return
             if isinstance(event, TimelineChanged):
                 fresh = event.item.sender_kind == "agent" and event.item.state == "received"
@@ -391,7 +390,6 @@ class WebHost:
                     apps=apps_view(runtime.apps.instances()),
                     app_sessions=sorted(groups.values(), key=_placed),
                     capability_calls=await self.capabilities.open_calls(),
-                    artifacts=await self.capabilities.artifacts(c.id for c in conversations),
                 )
             )
         if isinstance(frame, channel.AppRequest):
