@@ -175,9 +175,11 @@ class WebHost:
         try:
             await self.runtime.login(self.server_url, username, password)
         except AuthenticationFailed:
-            return RedirectResponse("/login?error=credentials", status_code=303)
+            # The form again, right here: the username stays typed in (never in a URL,
+            # never the password) and the password field takes the focus.
+            return HTMLResponse(_login_html("credentials", username))
         except (ClientError, OSError):
-            return RedirectResponse("/login?error=unavailable", status_code=303)
+            return HTMLResponse(_login_html("unavailable", username), status_code=503)
         return await self._start_session()
 
     async def one_time(self, request: Request) -> Response:
@@ -604,9 +606,23 @@ _ERRORS = {
 }
 
 
-def _login_html(error: str | None) -> str:
+def _login_html(error: str | None, username: str = "") -> str:
+    """The login page; after a refused attempt (``error``), with the one-line reason and
+    the ``username`` that was tried filled in, the focus on the password field."""
     message = _ERRORS.get(error or "", "")
-    notice = f'<p class="error" role="alert">{html.escape(message)}</p>' if message else ""
+    notice = (
+        f'<p class="error" id="login-error" role="alert">{html.escape(message)}</p>'
+        if message
+        else ""
+    )
+    name_attrs = f' value="{html.escape(username, quote=True)}"' if username else ""
+    retry_attrs = ""
+    if username:  # tried once: type the password again
+        retry_attrs = ' autofocus aria-describedby="login-error"'
+        if error == "credentials":
+            retry_attrs += ' aria-invalid="true"'
+    else:
+        name_attrs += " autofocus"
     return f"""<!doctype html>
 <html lang="en">
 <head>
@@ -622,9 +638,11 @@ def _login_html(error: str | None) -> str:
 <p class="subtitle">Log in to talk with your agent.</p>
 {notice}
 <form method="post" action="/login">
-<label>Username <input name="username" autocomplete="username" required maxlength="64"></label>
+<label>Username
+<input name="username" autocomplete="username" required maxlength="64"{name_attrs}></label>
 <label>Password
-<input name="password" type="password" autocomplete="current-password" required></label>
+<input name="password" type="password" autocomplete="current-password"
+ required{retry_attrs}></label>
 <button type="submit">Log in</button>
 </form>
 </main>
