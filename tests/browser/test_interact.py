@@ -23,6 +23,45 @@ async def log_in(page: Page, client: Client) -> None:
     await expect(page.locator("#connection")).to_have_attribute("data-state", "connected")
 
 
+LINES = """(element) => {
+  const range = document.createRange();
+  range.selectNodeContents(element);
+  return new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size;
+}"""
+"""How many lines of text an element shows."""
+
+
+async def test_a_wrong_password_keeps_the_username_and_focuses_the_password(
+    page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
+) -> None:
+    await page.goto(client.url + "/")
+    await expect(page).to_have_url(client.url + "/login")
+    username = page.locator("input[name=username]")
+    password = page.locator("input[name=password]")
+    await expect(username).to_be_focused()  # a first visit starts with the username
+    await username.fill(client.pair.user_name)
+    await password.fill("not the password")
+    await page.click("button[type=submit]")
+
+    alert = page.get_by_role("alert")
+    await expect(alert).to_have_text("Wrong username or password.")
+    await page.set_viewport_size({"width": 375, "height": 740})
+    assert await alert.evaluate(LINES) == 1  # one line, even on a phone
+    await expect(username).to_have_value(client.pair.user_name)
+    await expect(password).to_have_value("")
+    await expect(password).to_be_focused()
+    await expect(password).to_have_attribute("aria-invalid", "true")
+    await expect(password).to_have_accessible_description("Wrong username or password.")
+    assert client.pair.user_name not in page.url and "password" not in page.url
+    await screenshot("wrong-password")
+
+    # Only the password is typed again.
+    await page.keyboard.type("correct horse battery")
+    await page.keyboard.press("Enter")
+    await expect(page.locator("#connection")).to_have_attribute("data-state", "connected")
+    page_watch.assert_clean()
+
+
 async def test_log_in_send_see_local_echo_then_the_agents_reply(
     page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
 ) -> None:

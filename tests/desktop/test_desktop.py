@@ -7,8 +7,9 @@ loopback port (the command itself never does).
 One walk through what a person does: the window shows the shell, they log in, chat
 with the demo agent, answer its question, share a file through the native file
 dialog (after consenting in the shell; the Runtime's decision path is the real one),
-download it again through the native save dialog, and has text copied, a link opened
-and a notification shown, each by the desktop's provider. A second launch brings the
+download it again through the native save dialog, export the Whiteboard to a PNG and
+download that (from the Whiteboard's group) the same way, and has text copied, a link
+opened and a notification shown, each by the desktop's provider. A second launch brings the
 first window forward and exits; SIGTERM closes the window cleanly and the window's
 geometry is kept.
 """
@@ -90,6 +91,20 @@ class DesktopProcess:
     async def logged(self, text: str) -> str:
         return await asyncio.to_thread(self._wait_for, text)
 
+    def _wait_for_count(self, text: str, count: int) -> list[str]:
+        def hits() -> list[str]:
+            return [line for line in self.lines if text in line]
+
+        with self._changed:
+            self._changed.wait_for(lambda: len(hits()) >= count or "" in self.lines, WAIT)
+            found = hits()
+        assert len(found) >= count, f"{text!r} not logged {count}x:\n{''.join(self.lines)}"
+        return found
+
+    async def logged_again(self, text: str, count: int) -> str:
+        """The ``count``-th line that holds ``text`` (waiting for it)."""
+        return (await asyncio.to_thread(self._wait_for_count, text, count))[count - 1]
+
     async def exit_code(self) -> int:
         code = await asyncio.to_thread(self.process.wait, WAIT)
         await asyncio.to_thread(self._reader.join, WAIT)
@@ -107,6 +122,13 @@ async def desktop(*args: str) -> AsyncIterator[DesktopProcess]:
         await child.exit_code()
         if child.process.stdout is not None:
             child.process.stdout.close()
+
+
+FETCHED = """async (link) => {
+  const response = await fetch(link.href, { credentials: "same-origin" });
+  return [...new Uint8Array(await response.arrayBuffer())];
+}"""
+"""The bytes the Web Host serves at a download link, fetched by the page itself."""
 
 
 async def agent_says(page: Page, text: str) -> None:
@@ -178,6 +200,32 @@ async def test_the_desktop_window_runs_the_shell_with_native_providers(tmp_path:
             assert "state=DownloadCompleted" in finished, finished
             assert saved.read_bytes() == picked.read_bytes()
 
+            # An app's file goes the same way: the Whiteboard's PNG, after consent, is a
+            # row of its group; its download asks the native dialog and saves the bytes
+            # the Web Host serves for it.
+            await send(page, "/whiteboard")
+            await agent_says(page, "I drew 2 shapes on the Whiteboard.")
+            board = page.frame_locator("#app-area-frame iframe.app-frame:not([hidden])")
+            await expect(board.locator("#count")).to_have_text("2 strokes")
+            await board.get_by_role("button", name="Export").click()
+            await board.get_by_role("menuitem", name="PNG image").click()
+            await expect(consent.locator(".consent-file-name")).to_have_text("whiteboard.png")
+            await consent.get_by_role("button", name="Allow").click()
+            await expect(board.locator("#notice")).to_have_text("Saved whiteboard.png")
+            group = page.locator("#items > li.app-session").filter(has_text="whiteboard")
+            await group.locator("summary.group-head").click()
+            png = group.locator(".item.artifact")
+            await expect(png.locator(".artifact-name")).to_have_text("whiteboard.png")
+            served = await png.locator("a.artifact-download").evaluate(FETCHED)
+            await png.get_by_role("link", name="Download whiteboard.png").click()
+            saved_png = tmp_path / "saved-whiteboard.png"
+            finished = await window.logged_again("download finished", 2)
+            assert "state=DownloadCompleted" in finished, finished
+            assert saved_png.read_bytes() == bytes(served)
+            assert saved_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+            await save_screenshot(page, "test_desktop_window", "whiteboard-file")
+            await page.get_by_role("button", name="Close whiteboard").click()
+
             # The clipboard and the system browser, each after the person's consent; a
             # notification with no tray to show it falls back to the shell's own notice.
             await send(page, "/copy copied on the desktop")
@@ -198,6 +246,7 @@ async def test_the_desktop_window_runs_the_shell_with_native_providers(tmp_path:
             assert asked == [
                 {"dialog": "pick_file", "accept": []},
                 {"dialog": "save_file", "name": "picked.txt", "path": str(saved)},
+                {"dialog": "save_file", "name": "whiteboard.png", "path": str(saved_png)},
                 {"service": "clipboard", "text": "copied on the desktop"},
                 {"service": "open_url", "url": "https://example.com/from-the-desktop"},
                 {"service": "notify", "title": "Desktop says hello"},

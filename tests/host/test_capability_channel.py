@@ -345,7 +345,7 @@ async def test_the_download_is_an_attachment_never_a_page(client: Client) -> Non
     cookie = await client.session_cookie()
     async with tab(client, cookie) as ws, httpx.AsyncClient(base_url=client.url) as http:
         snapshot = await hello(ws)
-        assert snapshot["artifacts"] == []
+        assert [i for i in snapshot["items"] if i["kind"] == "artifact"] == []
         saved = {}
         for call_id, name, media_type in [
             ("save-html", 'page"; x=.html', "text/html"),
@@ -361,10 +361,19 @@ async def test_the_download_is_an_attachment_never_a_page(client: Client) -> Non
             saved[call_id] = (await call_state(ws, call_id, "completed"))["result"]
         html_id = saved["save-html"]["artifact_id"]
 
-        listed = (await hello(ws))["artifacts"]
+        # Each saved file is one row of the timeline (the agent's app.result rows are
+        # not shown), with what the row shows and where to download it.
+        items = (await hello(ws))["items"]
+        listed = [i["data"] for i in items if i["kind"] == "artifact"]
         assert [a["artifact_id"] for a in listed] == [html_id, saved["save-text"]["artifact_id"]]
-        assert listed[0]["url"] == f"/artifacts/{html_id}"
-        assert listed[0]["result_envelope_id"].startswith("apr_")
+        assert listed[0] == {
+            "artifact_id": html_id,
+            "name": 'page"; x=.html',
+            "media_type": "text/html",
+            "size": len("<script>alert('save-html')</script>"),
+            "url": f"/artifacts/{html_id}",
+        }
+        assert not any(i["data"].get("type") == "lineup.v1.app.result" for i in items)
 
         assert (await http.get(f"/artifacts/{html_id}")).status_code == 403
         with_cookie = {"Cookie": f"lineup_session={cookie}"}

@@ -48,9 +48,13 @@ async def test_login_form_sets_an_httponly_strict_cookie_and_never_the_token(
         assert client.runtime.session is not None
         assert client.runtime.session.token not in page.text + cookie
         wrong = await http.post(
-            "/login", data={**form, "password": "nope"}, headers={"Origin": client.url}
+            "/login", data={**form, "password": "wrong-7c1e"}, headers={"Origin": client.url}
         )
-        assert wrong.headers["location"] == "/login?error=credentials"
+        # The form again, with the username kept (never the password) and no cookie.
+        assert wrong.status_code == 200 and "set-cookie" not in wrong.headers
+        assert "Wrong username or password." in wrong.text
+        assert f'value="{client.pair.user_name}"' in wrong.text
+        assert "wrong-7c1e" not in wrong.text
 
 
 async def test_forged_host_header_is_refused(client: Client) -> None:

@@ -149,7 +149,8 @@ def queued(path: Path, *, table: str = "timeline", since: int = 0) -> list[Queue
     ever queued, ``outbox`` those not yet acknowledged), from row id ``since`` on."""
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        where = "sender_kind = 'runtime' AND" if table == "timeline" else ""
+        # Queued rows only: not the Runtime's own (artifact, rejected) rows it never sends.
+        where = "sender_kind = 'runtime' AND state != 'received' AND" if table == "timeline" else ""
         rows = conn.execute(
             f"SELECT envelope_id, body FROM {table} WHERE {where} id > ? ORDER BY id",  # noqa: S608
             (since,),

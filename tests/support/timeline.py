@@ -4,11 +4,11 @@ the browser tests of history paging (issue 20).
 ``record_of`` derives from the Runtime's store alone, without the shell's code, the
 rows the IM must show once every page of history is loaded, in the conversation's
 order (synced rows by ``seq``; rows not sent yet last, by id): each row the views
-show (``item_view``), except the interactions of an app sub-session (``in_group``),
-which are inside their group; each sub-session as one group row where its hidden
-``app_session.opened`` row is (the group's key is that row's id); of the agent's
-status rows only the newest, and only while it says the agent is busy; of the
-``app.result`` rows only those that show a saved file (an artifact).
+show (``item_view``), except the rows of an app sub-session (``group_of``: its
+interactions and the files its instance kept), which are inside their group; each
+sub-session as one group row where its hidden ``app_session.opened`` row is (the
+group's key is that row's id); of the agent's status rows only the newest, and only
+while it says the agent is busy.
 
 ``shown_on`` reads what a page shows (``#items > li.item[data-key]``, and each group's
 cards), ``page_back`` pages a tab all the way back the way a person does (scrolling to
@@ -31,7 +31,7 @@ import msgspec
 from playwright.async_api import Page, WebSocketRoute
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
-from lineup.host.views import in_group, item_view
+from lineup.host.views import group_of, in_group, item_view
 from lineup.runtime import Runtime
 from lineup.runtime.records import TimelineItem
 from tests.support.browser_interactions import chat_id
@@ -53,7 +53,6 @@ __all__ = [
 
 OPENED = "lineup.v1.app_session.opened"
 STATUS = "lineup.v1.status"
-APP_RESULT = "lineup.v1.app.result"
 IDLE_STATES = frozenset({"idle", "done"})
 """A status row in these states is not shown (the agent is not busy)."""
 ALL_ROWS = 1_000_000
@@ -103,6 +102,9 @@ def describe(row: TimelineItem) -> str:
         prompt = arguments.get("prompt") or arguments.get("text") or ""
         group = row.interaction.app_session_id
         detail = f"{row.interaction.state} {prompt!r}" + (f" in {group}" if group else "")
+    elif row.artifact is not None:
+        group = row.artifact.app_session_id
+        detail = f"file {row.artifact.name!r}" + (f" in {group}" if group else "")
     elif row.type == OPENED:
         detail = f"group {payload.get('app_scope')} {payload.get('app_session_id')}"
     elif isinstance(payload.get("text"), str):
@@ -122,7 +124,6 @@ async def record_of(runtime: Runtime, conversation_id: str) -> Record:
     """The Runtime's record of what the IM shows for ``conversation_id`` (see above)."""
     rows = sorted(await runtime.store.timeline(conversation_id, limit=ALL_ROWS), key=_order)
     assert len(rows) < ALL_ROWS
-    artifact_rows = set((await runtime.artifact_results(conversation_id)).values())
     statuses = [r for r in rows if r.type == STATUS]
     newest_status = statuses[-1] if statuses else None
     group_of_session: dict[str, int] = {}
@@ -140,14 +141,12 @@ async def record_of(runtime: Runtime, conversation_id: str) -> Record:
             row is not newest_status or _payload(row).get("state") in IDLE_STATES
         ):
             continue
-        if row.type == APP_RESULT and row.envelope_id not in artifact_rows:
-            continue
         keys.append(row.id)
     groups: dict[int, list[int]] = {key: [] for key in group_of_session.values()}
     for row in rows:
-        if in_group(row) and item_view(row) is not None:
-            assert row.interaction is not None and row.interaction.app_session_id is not None
-            groups[group_of_session[row.interaction.app_session_id]].append(row.id)
+        session = group_of(row)
+        if session is not None and item_view(row) is not None:
+            groups[group_of_session[session]].append(row.id)
     return Record(keys, groups, {row.id: describe(row) for row in rows}, len(rows))
 
 

@@ -49,7 +49,7 @@ from .jobs import HostJobs
 from .native import NativeHost
 from .pages import PAGE, page_view
 from .surface import SurfaceOrigin
-from .views import apps_view, group_view, in_group, item_view
+from .views import apps_view, group_of, group_view, in_group, item_view
 
 log = logging.getLogger("lineup.host")
 
@@ -175,9 +175,11 @@ class WebHost:
         try:
             await self.runtime.login(self.server_url, username, password)
         except AuthenticationFailed:
-            return RedirectResponse("/login?error=credentials", status_code=303)
+            # The form again, right here: the username stays typed in (never in a URL,
+            # never the password) and the password field takes the focus.
+            return HTMLResponse(_login_html("credentials", username))
         except (ClientError, OSError):
-            return RedirectResponse("/login?error=unavailable", status_code=303)
+            return HTMLResponse(_login_html("unavailable", username), status_code=503)
         return await self._start_session()
 
     async def one_time(self, request: Request) -> Response:
@@ -239,8 +241,7 @@ class WebHost:
         def on_event(event: RuntimeEvent) -> None:
             if isinstance(event, TimelineChanged) and in_group(event.item):
                 # Shown inside its sub-session's group: the group frame carries it.
-                assert event.item.interaction is not None
-                groups.session(event.item.interaction.app_session_id)
+                groups.session(group_of(event.item))
                 return
             if isinstance(event, TimelineChanged):
                 fresh = event.item.sender_kind == "agent" and event.item.state == "received"
@@ -391,7 +392,6 @@ class WebHost:
                     apps=apps_view(runtime.apps.instances()),
                     app_sessions=sorted(groups.values(), key=_placed),
                     capability_calls=await self.capabilities.open_calls(),
-                    artifacts=await self.capabilities.artifacts(c.id for c in conversations),
                 )
             )
         if isinstance(frame, channel.AppRequest):
@@ -606,9 +606,23 @@ _ERRORS = {
 }
 
 
-def _login_html(error: str | None) -> str:
+def _login_html(error: str | None, username: str = "") -> str:
+    """The login page; after a refused attempt (``error``), with the one-line reason and
+    the ``username`` that was tried filled in, the focus on the password field."""
     message = _ERRORS.get(error or "", "")
-    notice = f'<p class="error" role="alert">{html.escape(message)}</p>' if message else ""
+    notice = (
+        f'<p class="error" id="login-error" role="alert">{html.escape(message)}</p>'
+        if message
+        else ""
+    )
+    name_attrs = f' value="{html.escape(username, quote=True)}"' if username else ""
+    retry_attrs = ""
+    if username:  # tried once: type the password again
+        retry_attrs = ' autofocus aria-describedby="login-error"'
+        if error == "credentials":
+            retry_attrs += ' aria-invalid="true"'
+    else:
+        name_attrs += " autofocus"
     return f"""<!doctype html>
 <html lang="en">
 <head>
@@ -624,9 +638,11 @@ def _login_html(error: str | None) -> str:
 <p class="subtitle">Log in to talk with your agent.</p>
 {notice}
 <form method="post" action="/login">
-<label>Username <input name="username" autocomplete="username" required maxlength="64"></label>
+<label>Username
+<input name="username" autocomplete="username" required maxlength="64"{name_attrs}></label>
 <label>Password
-<input name="password" type="password" autocomplete="current-password" required></label>
+<input name="password" type="password" autocomplete="current-password"
+ required{retry_attrs}></label>
 <button type="submit">Log in</button>
 </form>
 </main>

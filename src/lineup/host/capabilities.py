@@ -25,7 +25,6 @@ import logging
 import re
 import secrets
 import unicodedata
-from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -44,7 +43,6 @@ from lineup.runtime.capabilities.gateway import (
     CapabilityCall,
     CapabilityRefused,
     busy_or_final,
-    result_envelope_id,
 )
 
 from . import channel
@@ -89,7 +87,6 @@ def call_view(call: CapabilityCall) -> channel.CapabilityCallView:
         code=call.code,
         result=None if call.result is None else msgspec.json.decode(call.result),
         expires_at=call.expires_at,
-        result_envelope_id=result_envelope_id(key) if key.requester_kind == "agent" else None,
     )
 
 
@@ -181,28 +178,6 @@ class HostCapabilities:
 
     async def open_calls(self) -> list[channel.CapabilityCallView]:
         return [call_view(c) for c in await self.runtime.capabilities.open_calls()]
-
-    async def artifacts(self, conversation_ids: Iterable[str]) -> list[channel.ArtifactView]:
-        views: list[channel.ArtifactView] = []
-        for conversation_id in conversation_ids:
-            found = await self.runtime.capabilities.artifacts(conversation_id)
-            if not found:
-                continue
-            envelopes = await self.runtime.artifact_results(conversation_id)
-            views.extend(
-                channel.ArtifactView(
-                    artifact_id=a.id,
-                    conversation_id=a.conversation_id,
-                    name=a.name,
-                    media_type=a.media_type,
-                    size=a.size,
-                    created_at=a.created_at,
-                    url=f"/artifacts/{a.id}",
-                    result_envelope_id=envelopes.get(a.id),
-                )
-                for a in found
-            )
-        return views
 
     async def grants(self) -> channel.GrantsFrame:
         gateway = self.runtime.capabilities

@@ -257,6 +257,12 @@ ShellFrame = (
 )
 
 
+ItemKind = Literal[
+    "message", "status", "progress", "error", "interaction", "surface", "artifact", "unsupported"
+]
+"""What a timeline row is, as the shell shows it."""
+
+
 class ItemView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """One timeline row, ready to display."""
 
@@ -264,7 +270,7 @@ class ItemView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     conversation_id: str
     envelope_id: str
     seq: int | None
-    kind: Literal["message", "status", "progress", "error", "interaction", "surface", "unsupported"]
+    kind: ItemKind
     sender: Literal["agent", "user", "runtime"]
     sender_id: str = ""
     state: str
@@ -275,7 +281,9 @@ class ItemView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     unread: bool = False
     """An agent envelope still unacknowledged in Interact's inbox."""
     data: dict[str, Any] = msgspec.field(default_factory=dict)
-    """Plain fields for status/progress/error/interaction rows, rendered as text."""
+    """Plain fields for status/progress/error/interaction/artifact rows, rendered as
+    text (an ``artifact`` row: ``artifact_id``, ``name``, ``media_type``, ``size``,
+    ``url`` and, in a group, ``app_session_id``)."""
 
 
 class ConversationView(msgspec.Struct, frozen=True):
@@ -324,9 +332,12 @@ class AppSessionView(msgspec.Struct, frozen=True, kw_only=True):
     pending: int
     """How many of them still wait for an answer."""
     items: list[ItemView]
-    """Its interaction rows, oldest first: never shown as loose cards."""
+    """Its interaction rows and the ``artifact`` rows of the files its instance kept,
+    oldest first: never shown as loose rows."""
     continues: str | None = None
     """The earlier sub-session this one continues."""
+    files: int = 0
+    """How many files its instance kept (``items`` carries the newest 100)."""
 
 
 class CapabilityCallView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -351,21 +362,6 @@ class CapabilityCallView(msgspec.Struct, frozen=True, kw_only=True, omit_default
     code: str | None = None
     result: dict[str, Any] | None = None
     expires_at: str
-    result_envelope_id: str | None = None
-    """An agent's call: the id of its ``app.result`` row in the timeline."""
-
-
-class ArtifactView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """A file a call saved or picked, downloadable at ``url``."""
-
-    artifact_id: str
-    conversation_id: str
-    name: str
-    media_type: str
-    size: int
-    created_at: str
-    url: str
-    result_envelope_id: str | None = None
 
 
 class RowBound(msgspec.Struct, frozen=True):
@@ -396,9 +392,8 @@ class Snapshot(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="s
     app_sessions: list[AppSessionView] = msgspec.field(default_factory=list)
     """The app sub-sessions of the conversations, in opening order."""
     capability_calls: list[CapabilityCallView] = msgspec.field(default_factory=list)
-    """The open capability calls (their dialogs show again after a reload)."""
-    artifacts: list[ArtifactView] = msgspec.field(default_factory=list)
-    """The files calls saved or picked, per conversation."""
+    """The open capability calls (their dialogs show again after a reload). The files
+    calls kept are rows of ``items`` (and of ``app_sessions``' groups): ``artifact``."""
 
 
 class ItemChanged(msgspec.Struct, frozen=True, tag_field="op", tag="item"):

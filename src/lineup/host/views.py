@@ -11,6 +11,7 @@ import msgspec
 from lineup.protocol import (
     AppCallEnvelope,
     AppListEnvelope,
+    AppResultEnvelope,
     AppSessionClosedEnvelope,
     AppSessionOpenedEnvelope,
     ClientInventoryEnvelope,
@@ -34,14 +35,15 @@ from lineup.runtime.apps.focus import Instances
 from lineup.runtime.apps.lifecycle import LIVE
 from lineup.runtime.apps.sessions_view import AppSessionGroup
 from lineup.runtime.markdown import render_markdown, render_plain
-from lineup.runtime.records import InteractionRecord, TimelineItem
+from lineup.runtime.records import ARTIFACT_ROW, InteractionRecord, TimelineItem
 
-from .channel import AppInstanceView, AppSessionView, AppsView, ItemView
+from .channel import AppInstanceView, AppSessionView, AppsView, ItemKind, ItemView
 
-Kind = Literal["message", "status", "progress", "error", "interaction", "surface", "unsupported"]
+Kind = ItemKind
 
 HIDDEN = (
     AppCallEnvelope,
+    AppResultEnvelope,
     ClientInventoryEnvelope,
     AppListEnvelope,
     ToolResultEnvelope,
@@ -57,7 +59,8 @@ HIDDEN = (
 the agent's dismiss control, app sub-session notices to the agent (the IM shows each
 sub-session as a group of its own: ``group_view``), a surface's patches, close and
 events (its ``ui.open`` row shows the surface as it is now), and an agent's
-``app.call`` (the consent dialog shows it)."""
+``app.call`` (the consent dialog shows it) and its ``app.result`` (a file it saved or
+picked has a row of its own, as an app's does: ``artifact``)."""
 Sender = Literal["agent", "user", "runtime"]
 
 
@@ -92,13 +95,56 @@ def interaction_data(record: InteractionRecord) -> dict[str, Any]:
     return data
 
 
+def group_of(item: TimelineItem) -> str | None:
+    """The app sub-session whose group shows this row (an interaction that named it,
+    a file its instance kept), or ``None`` for a loose row."""
+    if item.interaction is not None:
+        return item.interaction.app_session_id
+    if item.artifact is not None:
+        return item.artifact.app_session_id
+    return None
+
+
 def in_group(item: TimelineItem) -> bool:
-    """An interaction of an app sub-session: shown inside its group, never loose."""
-    return item.interaction is not None and item.interaction.app_session_id is not None
+    """A row of an app sub-session: shown inside its group, never loose."""
+    return group_of(item) is not None
+
+
+def artifact_data(item: TimelineItem) -> dict[str, Any] | None:
+    """What an ``artifact`` row shows: the file's name, type and size, and where to
+    download it (``GET /artifacts/{id}``, the one download of every kept file)."""
+    row = item.artifact
+    if row is None:
+        return None
+    data: dict[str, Any] = {
+        "artifact_id": row.artifact_id,
+        "name": row.name,
+        "media_type": row.media_type,
+        "size": row.size,
+        "url": f"/artifacts/{row.artifact_id}",
+    }
+    if row.app_session_id is not None:
+        data["app_session_id"] = row.app_session_id
+    return data
 
 
 def item_view(item: TimelineItem, *, unread: bool = False) -> ItemView | None:
     """The row as the shell shows it, or ``None`` for rows that are not shown."""
+    if item.type == ARTIFACT_ROW:
+        shown = artifact_data(item)
+        if shown is None:
+            return None  # a body that does not decode: never written
+        return ItemView(
+            key=item.id,
+            conversation_id=item.conversation_id,
+            envelope_id=item.envelope_id,
+            seq=item.seq,
+            kind="artifact",
+            sender="runtime",
+            state=item.state,
+            created_at=item.created_at,
+            data=shown,
+        )
     envelope = decode(item.body)
     if isinstance(envelope, HIDDEN):
         return None
@@ -191,8 +237,9 @@ def apps_view(instances: Instances) -> AppsView:
 
 
 def group_view(group: AppSessionGroup) -> AppSessionView:
-    """A sub-session as one IM group: its interactions only, as cards."""
-    items = [item_view(i) for i in group.interactions]
+    """A sub-session as one IM group: its interactions, as cards, and its files."""
+    rows = sorted((*group.interactions, *group.files), key=lambda i: i.id)
+    items = [item_view(i) for i in rows]
     return AppSessionView(
         app_session_id=group.id,
         conversation_id=group.conversation_id,
@@ -208,4 +255,5 @@ def group_view(group: AppSessionGroup) -> AppSessionView:
         pending=group.pending,
         items=[view for view in items if view is not None],
         continues=group.continues,
+        files=group.file_count,
     )

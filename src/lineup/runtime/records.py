@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+import msgspec
+
 from lineup.protocol import Rejection
 from lineup.protocol.interactions import Interaction
 
@@ -45,6 +47,8 @@ class TimelineItem:
     """For a ``tool.call`` that started a standard interaction: its current record."""
     surface: SurfaceRecord | None = None
     """For a ``ui.open``: the surface it opened, as it is now."""
+    artifact: ArtifactRow | None = None
+    """For an ``artifact`` row: the file it shows."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +105,42 @@ body, its code in ``error_code``."""
 def rejected_row_id(seq: int) -> str:
     """The ``envelope_id`` of the row standing for the rejected envelope at ``seq``."""
     return f"rejected:{seq}"
+
+
+ARTIFACT_ROW = "artifact"
+"""The ``type`` of a timeline row standing for a file a capability call kept (an
+artifact, saved or picked, for the agent or for an app): the Runtime writes it with
+the artifact and never sends it. Its body is the file's metadata (``ArtifactRow``),
+never its bytes; its ``seq`` is that of the newest row the conversation held then,
+so it sits right after that row for good."""
+
+
+def artifact_row_id(artifact_id: str) -> str:
+    """The ``envelope_id`` of the row that shows the artifact ``artifact_id``."""
+    return f"artifact:{artifact_id}"
+
+
+class ArtifactRow(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What an ``artifact`` row shows: the file's public metadata, and the app
+    sub-session it belongs to when an app instance saved or picked it (the IM shows it
+    inside that sub-session's group)."""
+
+    artifact_id: str
+    name: str
+    media_type: str
+    size: int
+    app_session_id: str | None = None
+
+
+_artifact_row = msgspec.json.Decoder(ArtifactRow)
+
+
+def decode_artifact_row(body: bytes) -> ArtifactRow | None:
+    """An ``artifact`` row's body; ``None`` if it is not one (never expected)."""
+    try:
+        return _artifact_row.decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -602,11 +602,6 @@ class Runtime:
         """The interactions still waiting for the person's answer."""
         return await self.store.pending_interactions()
 
-    async def artifact_results(self, conversation_id: str) -> dict[str, str]:
-        """Artifact id -> the ``app.result`` envelope of the agent call that made it,
-        for a conversation's artifacts (the row that shows each one)."""
-        return await self.store.db.read(capability_queries.artifact_results, conversation_id)
-
     async def declared_capabilities(self) -> frozenset[str]:
         """The capabilities declared now: provided by an attached host, not revoked."""
         return await self.store.db.read(capability_queries.declared_names)

@@ -11,7 +11,14 @@ from typing import Any, TypeVar
 from lineup.protocol import Envelope, Rejection, Sender, decode, encode
 
 from .events import TimelineChanged
-from .records import InteractionRecord, OutboxItem, SurfaceRecord, TimelineItem
+from .records import (
+    ARTIFACT_ROW,
+    InteractionRecord,
+    OutboxItem,
+    SurfaceRecord,
+    TimelineItem,
+    decode_artifact_row,
+)
 from .txn import RuntimeTxn, Sql
 
 E = TypeVar("E", bound=Envelope)
@@ -86,6 +93,7 @@ def timeline_item(row: Sequence[Any]) -> TimelineItem:
         row[9],
         interaction(row[10:24]) if row[10] is not None else None,
         surface_record(row[24:]) if row[24] is not None else None,
+        decode_artifact_row(bytes(row[6])) if row[4] == ARTIFACT_ROW else None,
     )
 
 

@@ -104,8 +104,8 @@ async def export_through_consent(
 
 
 async def download(page: Page, client: Client, artifact_id: str) -> bytes:
-    """The artifact's bytes from the Web Host, with the page's session. (An artifact an
-    app saved has no timeline row with a download link yet: see the report.)"""
+    """The artifact's bytes from the Web Host, with the page's session (the row and
+    its Download link in the Whiteboard's group: tests/browser/test_artifacts.py)."""
     response = await page.request.get(f"{client.url}/artifacts/{artifact_id}")
     assert response.ok
     assert response.headers["content-disposition"].startswith("attachment")

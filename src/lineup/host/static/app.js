@@ -9,13 +9,14 @@
 // interaction cards, which get what they need from here through initCards; dock.js
 // the app dock and the app area (MiniApp instances and focus, as the Runtime decides);
 // overlay.js the questions shown over the app in front; consent.js the consent dialog
-// for capability calls, their providers and saved files; settings.js the permissions
-// panel; app_centre.js the App centre (installed and offered apps).
+// for capability calls and their providers; artifacts.js the rows of the files they
+// kept; settings.js the permissions panel; app_centre.js the App centre (installed and
+// offered apps).
 //
 // App sub-sessions: each one is a single collapsible group row, placed where it opened
 // (the Runtime gives it the key and seq of its hidden `app_session.opened` row). It
-// holds only the interactions that named it (the cards, built as anywhere else); those
-// never show as loose rows. A closed group is read-only history, but a question still
+// holds only the interactions that named it (the cards, built as anywhere else) and
+// the files its instance kept; those never show as loose rows. A closed group is read-only history, but a question still
 // pending in it stays answerable: closing an app does not cancel its questions.
 
 import { $, avatarFor, el, initials, policy, reconcile, time } from "./dom.js";
@@ -42,15 +43,13 @@ import {
   updateSurfaceCard,
 } from "./ui_cards.js";
 import {
-  hiddenCapabilityRow,
   initConsent,
-  isArtifactRow,
   onCapabilities,
   onCapabilityReceipt,
   onCapabilityRun,
-  renderArtifactRow,
   resetConsent,
 } from "./consent.js";
+import { renderArtifactRow } from "./artifacts.js";
 import { initSettings, onGrants } from "./settings.js";
 import { initAppCentre, onAppCentre, onAppFallback, onAppsReceipt } from "./app_centre.js";
 import {
@@ -108,7 +107,7 @@ initCards({
 });
 initDock({ send, onFocus: refreshOverlay });
 initSurfaces({ send });
-initConsent({ send, refreshRows: refreshCapabilityRows });
+initConsent({ send });
 initSettings({ send });
 initAppCentre({ send });
 initUiCards({ send });
@@ -186,7 +185,7 @@ function renderItem(item) {
       bar.value = item.data.current;
     }
     li.append(label, bar);
-  } else if (isArtifactRow(item)) {
+  } else if (item.kind === "artifact") {
     renderArtifactRow(item, li);
   } else if (item.kind === "error") {
     li.setAttribute("role", "alert");
@@ -247,9 +246,13 @@ function updateGroup(group, li) {
   li.dataset.waiting = String(waiting);
   li.querySelector(".group-scope").textContent = data.app_scope;
   li.querySelector(".group-state").textContent = GROUP_STATE_TEXT[data.state] || data.state;
-  const count = Math.max(data.count, items.length);
-  li.querySelector(".group-count").textContent =
-    count === 1 ? "1 interaction" : `${count} interactions`;
+  const cards = items.filter((item) => item.kind === "interaction").length;
+  const count = Math.max(data.count, cards);
+  const files = Math.max(data.files || 0, items.length - cards);
+  const counted = [];
+  if (count || !files) counted.push(count === 1 ? "1 interaction" : `${count} interactions`);
+  if (files) counted.push(files === 1 ? "1 file" : `${files} files`);
+  li.querySelector(".group-count").textContent = counted.join(" · ");
   li.querySelector(".group-waiting").hidden = !waiting;
   const closed = data.state === "closed";
   li.querySelector(".group-continue").hidden = !closed;
@@ -381,8 +384,7 @@ function redraw() {
   const items = [...state.items.values()]
     .filter(placed)
     .filter((item) => item.kind !== "status" || isLatestStatus(item))
-    .filter((item) => !(item.kind === "interaction" && item.data.app_session_id))
-    .filter((item) => !hiddenCapabilityRow(item))
+    .filter((item) => item.kind === "app_session" || !item.data?.app_session_id)
     .sort(order);
   // Keep one element per row and rebuild only rows whose data changed: a long
   // conversation must not cost a full re-render per frame.
@@ -421,7 +423,6 @@ function redraw() {
 function placeOne(item) {
   if (item.kind === "status" || !state.conversation) return false;
   if (item.data?.app_session_id) return false; // shown inside its group
-  if (hiddenCapabilityRow(item)) return false; // redraw leaves it out
   if (!placed(item)) return true; // another conversation, or older than the window
   const list = $("items");
   const cached = rendered.get(item.key);
@@ -505,14 +506,6 @@ function forget(outside) {
       state.unread.delete(key);
     }
   }
-}
-
-// A call saved or picked a file: its app.result row now shows it.
-function refreshCapabilityRows() {
-  for (const [key, entry] of rendered) {
-    if (entry.item.kind === "unsupported") rendered.delete(key);
-  }
-  redraw();
 }
 
 function rowItem(li) {

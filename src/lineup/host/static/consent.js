@@ -1,7 +1,7 @@
 // LineUp shell: host capabilities. The consent dialog for the calls an agent or an
-// app makes (app.call / capabilities.request), the providers that run in this tab once
-// the Runtime approved a call and this tab claimed it, and the files calls saved or
-// picked, shown in the timeline with a download link.
+// app makes (app.call / capabilities.request) and the providers that run in this tab
+// once the Runtime approved a call and this tab claimed it. (The files calls saved or
+// picked are timeline rows of their own: artifacts.js.)
 //
 // The Runtime decides; this module only asks the person and reports. A call's reason
 // and arguments come from the requester: they are shown with textContent, never as
@@ -13,7 +13,6 @@ import { announce, el, showToast, trapFocus } from "./dom.js";
 
 // What the timeline lends this module, set once by initConsent:
 //   send(frame) -> bool   sends a frame on the host channel
-//   refreshRows()         rebuilds the capability rows of the timeline
 let context = null;
 
 export const WORDS = {
@@ -24,7 +23,6 @@ export const WORDS = {
   "notification.show": "Show a notification",
 };
 const OPEN = new Set(["awaiting_consent", "approved", "executing"]);
-const FILE_CAPABILITIES = new Set(["artifact.save", "device.pick_file"]);
 const PREVIEW_CHARS = 2000;
 
 const caps = {
@@ -34,7 +32,6 @@ const caps = {
   claimed: new Set(), // keys this tab asked to claim (once each)
   deciding: new Set(), // keys whose decision is on its way
   refusal: new Map(), // key -> code of the last refused decision
-  artifacts: new Map(), // result envelope id -> artifact
   shown: null, // key of the call the dialog shows
   returnFocus: null, // what had focus before the dialog opened
 };
@@ -435,51 +432,6 @@ function showNotification(args) {
   }
 }
 
-// --- artifacts in the timeline ----------------------------------------------------------
-
-function keepArtifact(artifact) {
-  if (artifact.result_envelope_id) caps.artifacts.set(artifact.result_envelope_id, artifact);
-}
-
-function artifactOf(item) {
-  return caps.artifacts.get(item.envelope_id);
-}
-
-function typeOf(item) {
-  return item.kind === "unsupported" ? item.data?.type : undefined;
-}
-
-// The agent's app.call rows are requests, not content (the dialog shows them); its
-// app.result rows show only when they carry a file.
-export function hiddenCapabilityRow(item) {
-  const type = typeOf(item);
-  if (type === "lineup.v1.app.call") return true;
-  return type === "lineup.v1.app.result" && !artifactOf(item);
-}
-
-export function isArtifactRow(item) {
-  return typeOf(item) === "lineup.v1.app.result" && !!artifactOf(item);
-}
-
-export function renderArtifactRow(item, li) {
-  const artifact = artifactOf(item);
-  li.classList.replace("unsupported", "artifact");
-  li.dataset.artifactId = artifact.artifact_id;
-  const chip = el("div", "artifact-chip");
-  chip.append(el("span", "artifact-icon"));
-  const text = el("span", "artifact-text");
-  text.append(
-    el("span", "artifact-name", artifact.name),
-    el("span", "artifact-meta", `${artifact.media_type} · ${sizeText(artifact.size)}`),
-  );
-  const link = el("a", "artifact-download", "Download");
-  link.href = artifact.url || `/artifacts/${encodeURIComponent(artifact.artifact_id)}`;
-  link.download = artifact.name;
-  link.setAttribute("aria-label", `Download ${artifact.name}`);
-  chip.append(text, link);
-  li.append(chip);
-}
-
 // --- what the timeline calls --------------------------------------------------------------
 
 export function initConsent(timeline) {
@@ -495,13 +447,10 @@ export function resetConsent(frame) {
   caps.deciding.clear();
   caps.refusal.clear();
   caps.shown = null;
-  caps.artifacts.clear();
-  (frame.artifacts || []).forEach(keepArtifact);
-  onCapabilities(frame.capability_calls || [], false);
+  onCapabilities(frame.capability_calls || []);
 }
 
-export function onCapabilities(calls, refresh = true) {
-  let files = false;
+export function onCapabilities(calls) {
   for (const call of calls) {
     const key = keyOf(call);
     if (call.state !== "awaiting_consent") caps.deciding.delete(key);
@@ -513,19 +462,6 @@ export function onCapabilities(calls, refresh = true) {
       caps.refusal.delete(key);
     }
     if (call.state === "expired") announce(`A request to ${wordsFor(call.capability).toLowerCase()} expired.`);
-    if (
-      call.state === "completed" &&
-      FILE_CAPABILITIES.has(call.capability) &&
-      call.result?.artifact_id &&
-      call.result_envelope_id
-    ) {
-      keepArtifact({
-        ...call.result,
-        url: `/artifacts/${encodeURIComponent(call.result.artifact_id)}`,
-        result_envelope_id: call.result_envelope_id,
-      });
-      files = true;
-    }
     // Approved without a dialog (display_only, remembered consent): the first tab
     // to claim it runs it. A person's "allow" is claimed by the tab that decided.
     const unattended = call.decision === "automatic" || call.decision === "remembered";
@@ -535,7 +471,6 @@ export function onCapabilities(calls, refresh = true) {
     }
   }
   refreshDialog();
-  if (files && refresh) context.refreshRows();
 }
 
 export function onCapabilityRun(frame) {

@@ -2,9 +2,10 @@
 
 Each sub-session of a conversation is one group in the timeline, placed where its
 ``app_session.opened`` envelope sits (that row is hidden; the group takes its place),
-holding only the standard interactions that named the sub-session as their context:
-the agent's questions, the person's answers and their short results. Nothing an app
-does inside itself is stored here, so nothing of it can show.
+holding only the standard interactions that named the sub-session as their context
+(the agent's questions, the person's answers and their short results) and the files
+its instance kept through a capability (their ``artifact`` rows, with a download).
+Nothing else an app does inside itself is stored here, so nothing of it can show.
 
 Everything here runs on one of the store's readers (``store.db.read``) and never
 writes.
@@ -57,6 +58,11 @@ class AppSessionGroup:
     """The ``tool.call`` rows of the newest ``MAX_GROUP_ITEMS``, oldest first."""
     continues: str | None = None
     """The earlier sub-session this one continues ("continue" on old work)."""
+    files: tuple[TimelineItem, ...] = ()
+    """The ``artifact`` rows of the newest ``MAX_GROUP_ITEMS`` files its instance
+    kept, oldest first."""
+    file_count: int = 0
+    """Files its instance kept, all of them."""
 
 
 _COLUMNS = "id, conversation_id, app_scope, instance_id, state, opened_at, closed_at, continues"
@@ -80,6 +86,15 @@ def _group(
         " ORDER BY t.id DESC LIMIT ?",
         (app_session_id, conversation_id, MAX_GROUP_ITEMS),
     ).fetchall()
+    (file_count,) = conn.execute(
+        "SELECT COUNT(*) FROM artifacts WHERE app_session_id = ?", (app_session_id,)
+    ).fetchone()
+    files = conn.execute(
+        f"{TIMELINE_SELECT} WHERE t.conversation_id = ? AND t.envelope_id IN"  # noqa: S608
+        " (SELECT 'artifact:' || id FROM artifacts WHERE app_session_id = ?)"
+        " ORDER BY t.id DESC LIMIT ?",
+        (conversation_id, app_session_id, MAX_GROUP_ITEMS),
+    ).fetchall()
     return AppSessionGroup(
         id=app_session_id,
         conversation_id=conversation_id,
@@ -94,6 +109,8 @@ def _group(
         pending=int(pending),
         interactions=tuple(timeline_item(r) for r in reversed(rows)),
         continues=row[7],
+        files=tuple(timeline_item(r) for r in reversed(files)),
+        file_count=int(file_count),
     )
 
 

@@ -5,7 +5,9 @@ they need as plain values (the catalog's risk and schemas, what is declared, the
 manifest's permissions, remembered consent, the clock), stores what they decided and
 carries out their effects, in order, on the unit of work: the audit row, the agent's
 one ``app.result`` (queued, so the writer sends it after the commit), the Runtime's
-own provider (``artifact.save``, in the same transaction), the expiry timer
+own provider (``artifact.save``, in the same transaction), a kept file with its
+timeline row (``artifacts.store_artifact``, the same for the agent and an app), the
+expiry timer
 (``txn.deadline_added``). What changed is told once per transaction, after the
 commit: hosts hear ``CapabilitiesChanged`` and the requesting app instances
 ``ToolCallsChanged(ids, "capabilities")``.
@@ -222,7 +224,14 @@ def _carry_out(
             assert file is not None, "keeping an artifact needs its file"
             key = call.key
             kept = store_artifact(
-                txn, key.conversation_id, file.name, file.media_type, file.body, key.call_id, now
+                txn,
+                key.conversation_id,
+                file.name,
+                file.media_type,
+                file.body,
+                key.call_id,
+                now,
+                instance_id=call.requester_id if key.requester_kind == "app" else None,
             )
             result = msgspec.json.encode(kept)
     moved = replace(
