@@ -13,8 +13,13 @@
 // A frame can reload or navigate itself, and the new document passes the source check.
 // So the first "load" is the mounted document; a second one marks the mount untrusted
 // for good: its messages are dropped, post() sends nothing and onReload() tells the
-// shell to mount afresh. (The surface origin serves each document once, so a reloaded
-// frame holds an empty 410 page; the shell's CSP frame-src limits where else it can go.)
+// shell to mount afresh (a new frame element, its src set before it is inserted, so a
+// remount adds no session-history entry), at most RELOAD_LIMIT times in
+// RELOAD_WINDOW_MS (reloadLimit). (The surface origin serves each document once, so a
+// reloaded frame holds an empty 410 page; the shell's CSP frame-src limits where else
+// it can go.) What the shell cannot stop: Chromium puts a frame's own cross-document
+// navigation (location.href, after its load) and its pushState in the shell's joint
+// session history; location.replace, reload and a meta refresh add nothing.
 //
 // An app mount (a MiniApp instance's own surface, options.app) also relays the MiniApp
 // SDK's requests (namespace lineup.app.v1): exactly {namespace, type: "request",
@@ -153,6 +158,28 @@ function tokenBucket(rate, burst, now) {
 }
 
 const noop = () => {};
+
+// How often a surface that reloads or navigates itself is mounted afresh: at most
+// RELOAD_LIMIT times in any RELOAD_WINDOW_MS. A document that keeps doing it would
+// otherwise run again (and send its events again) for ever; its owner (ui_cards.js,
+// surfaces.js) stops it instead and offers "Reopen".
+export const RELOAD_LIMIT = 3;
+export const RELOAD_WINDOW_MS = 30_000;
+
+/** A count of one surface's remounts: spend() is true while one more is allowed. */
+export function reloadLimit({ limit = RELOAD_LIMIT, windowMs = RELOAD_WINDOW_MS, now } = {}) {
+  const clock = now ?? (() => performance.now());
+  let times = [];
+  return {
+    spend() {
+      const t = clock();
+      times = times.filter((at) => t - at < windowMs);
+      if (times.length >= limit) return false;
+      times.push(t);
+      return true;
+    },
+  };
+}
 
 /**
  * Frame the surface at `url` inside `container` and relay its messages.
