@@ -120,3 +120,76 @@ async def test_an_app_surface_takes_tool_calls_keeps_state_and_closes(
     assert (held["status"], held["error"]["code"]) == ("cancelled", "app_closed")
     assert client.web.surfaces.mounts() == []
     page_watch.assert_clean()
+
+
+LOOP_APP = Path(__file__).parents[1] / "support" / "apps" / "loop-app"
+RELOAD_LIMIT = 3  # surface_host.js: remounts allowed in 30 s
+
+
+async def test_a_miniapp_that_keeps_reloading_itself_is_stopped_and_can_be_reopened(
+    page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
+) -> None:
+    await client.runtime.registry.install_bundle(LOOP_APP, enable=True)
+    await log_in(page, client)
+    history = await page.evaluate("() => history.length")
+    await agent_calls(client, "open-1", "loop-app.open", {})
+    area = page.locator("#app-area-frame")
+    await expect(area).to_have_attribute("data-stopped", "true")
+    await expect(area.locator(".app-area-placeholder")).to_contain_text("keeps reloading itself")
+    await expect(area.locator("iframe")).to_have_count(0)
+    (instance_id,) = client.runtime.apps.instances().records
+    state = await client.runtime.app_api.call(instance_id, "state.get", {})
+    assert state == {"runs": 1 + RELOAD_LIMIT}  # it ran, and was mounted afresh 3 times
+    assert client.web.app_surfaces.mounts_of(instance_id) == []
+    await screenshot("miniapp-keeps-reloading")
+
+    # The instance keeps running; once its state says steady, Reopen shows it.
+    await client.runtime.app_api.call(
+        instance_id, "state.set", {"state": {**state, "steady": True}}
+    )
+    await area.get_by_role("button", name="Reopen").click()
+    await expect(app_frame(page).locator("#status")).to_have_text("steady")
+    state = await client.runtime.app_api.call(instance_id, "state.get", {})
+    assert state["runs"] == 2 + RELOAD_LIMIT
+    # Every entry the shell's history gained is one of the app's own navigations.
+    assert await page.evaluate("() => history.length") == history + 1 + RELOAD_LIMIT
+    assert all("'http://loop.attacker.test/'" in e for e in page_watch.console_errors)
+    page_watch.console_errors.clear()
+    page_watch.assert_clean()
+
+
+# In the app's frame: each call's outcome, as "ok" or its Error's code.
+OUTCOMES_JS = """async (calls) => {
+  const run = { state: (s) => LineUpApp.state.set(s), context: () => LineUpApp.context() };
+  const settled = await Promise.allSettled(calls.map(([name, arg]) => run[name](arg)));
+  return settled.map((s) => s.status === "fulfilled" ? "ok" : s.reason.code);
+}"""
+
+
+async def test_sdk_requests_the_shell_or_runtime_refuse_reject_at_once_with_their_codes(
+    page: Page, page_watch: PageWatch, client: Client
+) -> None:
+    await client.runtime.registry.install_bundle(BUNDLE, enable=True)
+    await log_in(page, client)
+    await agent_calls(client, "open-1", "test-app.open", {})
+    frame = app_frame(page)
+    await expect(frame.locator("body")).to_have_attribute("data-ready", "true")
+    handle = await page.locator("#app-area-frame iframe.app-frame").element_handle()
+    assert handle is not None
+    content = await handle.content_frame()
+    assert content is not None
+    (instance_id,) = client.runtime.apps.instances().records
+    before = await client.runtime.app_api.call(instance_id, "state.get", {})
+
+    # Oversized state: too large for the shell (96 KiB of params), or for the Runtime.
+    outcomes = await content.evaluate(
+        OUTCOMES_JS, [["state", {"k": "x" * 100_000}], ["state", {"k": "x" * 70_000}]]
+    )
+    assert outcomes == ["too_large", "state_too_large"]  # answered, not "timeout"
+    assert await client.runtime.app_api.call(instance_id, "state.get", {}) == before
+
+    # A flood past the shell's rate limit (burst 200): the rest are refused at once.
+    outcomes = await content.evaluate(OUTCOMES_JS, [["context", None]] * 400)
+    assert set(outcomes) == {"ok", "rate_limited"}, set(outcomes)
+    assert outcomes.count("ok") >= 150
+    page_watch.assert_clean()

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from lineup.runtime.apps.app_api import METHODS
 
 __all__ = [
+    "ANSWERS",
     "APP_METHODS",
     "APP_NAMESPACE",
     "DECODE_JS",
@@ -54,7 +55,7 @@ APP_NAMESPACE = "lineup.app.v1"
 MIN_HEIGHT = 40
 MAX_HEIGHT = 4000
 MAX_DATA_BYTES = 16 * 1024
-MAX_REQUEST_BYTES = 64 * 1024
+MAX_REQUEST_BYTES = 96 * 1024
 MAX_DEPTH = 32
 RATE = 100
 BURST = 200
@@ -70,6 +71,15 @@ REQUEST_FIELDS = frozenset(
 )
 EVENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9._:-]{0,63}")
 REQUEST_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+ANSWERS = {
+    "rate_limited": "rate_limited",
+    "not_ready": "request_invalid",
+    "unknown_method": "method_unknown",
+    "bad_params": "request_invalid",
+    "too_large": "too_large",
+}
+"""What ``surface_host.js`` answers a refused, addressed app request with (``REFUSALS``),
+by its own reason; ``too_large`` is ``bad_params`` whose params are too large."""
 REJECT_CODES = frozenset(
     {
         "untrusted",
@@ -146,6 +156,7 @@ EXOTIC_KINDS = (
     "boxed_string",
     "error",
     "cycle",
+    "lone_surrogate",
 )
 
 
@@ -245,6 +256,7 @@ const decode = (v) => {
       case "boxed_string": return new String(v[2] ?? "event");
       case "error": return new Error("e");
       case "cycle": { const o = { k: 1 }; o.self = o; return o; }
+      case "lone_surrogate": return "x\\ud800";
     }
   }
   throw new TypeError("not a tag: " + v[0]);
@@ -354,19 +366,74 @@ def as_json(value: Any, depth: int = 0) -> Any:
     return out
 
 
-def json_data(value: Any, limit: int) -> Any:
-    """``jsonData``: a plain JSON object under ``limit`` bytes (as Python reads its
-    JSON text), else ``_NOT_JSON``."""
+_INDEX = re.compile(r"0|[1-9][0-9]*")
+
+
+def _js_keys(value: Obj) -> list[str]:
+    """``Object.keys`` order: array-index keys ascending, then the rest as defined."""
+    fields = value.fields()
+    index = sorted((k for k in fields if _INDEX.fullmatch(k) and int(k) < 2**32 - 1), key=int)
+    return index + [k for k in fields if k not in index]
+
+
+def _walk(value: Any, depth: int, budget: list[int]) -> str:
+    """``jsonWalk``'s visit of one value: ``"ok"``, ``"invalid"`` or ``"too_large"``
+    (the visit budget ran out first), in the order the page walks."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        return "too_large"
+    if isinstance(value, Deep):
+        value = value.leaf if value.depth == 0 else _unwrap(value)
+        budget[0] += 1  # the same value, seen through its wrapper: one visit
+        return _walk(value, depth, budget)
+    if value is None or isinstance(value, (bool, int, float, str, Rep)):
+        return "ok"
+    if isinstance(value, Exotic):
+        if value.kind == "cycle":  # {k: 1, self: itself}, until the depth limit
+            if depth >= MAX_DEPTH:
+                return "invalid"
+            if (found := _walk(1, depth + 1, budget)) != "ok":
+                return found
+            return _walk(value, depth + 1, budget)
+        return "ok" if value.kind == "neg0" else "invalid"
+    if depth >= MAX_DEPTH:
+        return "invalid"
+    if isinstance(value, Sparse):
+        return "ok" if value.length == 0 else _walk(Exotic("undefined"), depth + 1, budget)
+    items: list[Any]
+    if isinstance(value, Shared):
+        items = [value.item] * value.times
+    elif isinstance(value, list):
+        items = value
+    else:
+        assert isinstance(value, Obj), value
+        fields = value.fields()
+        items = [fields[k] for k in _js_keys(value)]
+    for item in items:
+        if (found := _walk(item, depth + 1, budget)) != "ok":
+            return found
+    return "ok"
+
+
+def json_shape(value: Any, limit: int) -> tuple[str, Any]:
+    """``jsonShape``: ``("ok", the JSON value as Python reads it)`` for a plain JSON
+    object under ``limit`` bytes, else ``("invalid" | "too_large", None)``."""
     value = _unwrap(value)
     if not isinstance(value, Obj):
-        return _NOT_JSON
-    converted = as_json(value)
-    if converted is _NOT_JSON:
-        return _NOT_JSON
-    text = js_json(converted)
+        return "invalid", None
+    found = _walk(value, 0, [limit])
+    if found != "ok":
+        return found, None
+    text = js_json(as_json(value))
     if len(text.encode()) >= limit:
-        return _NOT_JSON
-    return json.loads(text)  # as it reads once written by JavaScript
+        return "too_large", None
+    return "ok", json.loads(text)  # as it reads once written by JavaScript
+
+
+def json_data(value: Any, limit: int) -> Any:
+    """``jsonShape`` as the accepted value, or ``_NOT_JSON``."""
+    found, data = json_shape(value, limit)
+    return data if found == "ok" else _NOT_JSON
 
 
 @dataclass
@@ -432,6 +499,29 @@ class BridgeModel:
         if data is _NOT_JSON:
             return ["reject", "bad_data"]
         return ["event", name, data]
+
+    def answer(self, message: Any, verdict: list[Any]) -> tuple[str, str] | None:
+        """(request id, code) the shell answers ``message`` with at once, given its
+        verdict: an app request it refused and can address; else None."""
+        if verdict[0] != "reject" or verdict[1] not in ANSWERS:
+            return None
+        message = _unwrap(message)
+        if not isinstance(message, Obj):
+            return None
+        fields = message.fields()
+        if _string(fields.get("namespace")) != APP_NAMESPACE:
+            return None
+        if _string(fields.get("type")) != "request" or set(fields) != REQUEST_FIELDS:
+            return None
+        if self._ids(fields) is not None:
+            return None
+        request_id = _string(fields["id"])
+        if request_id is None or not REQUEST_ID.fullmatch(request_id):
+            return None
+        if verdict[1] == "bad_params":
+            shape = json_shape(fields["params"], MAX_REQUEST_BYTES)[0]
+            return request_id, ANSWERS["too_large" if shape == "too_large" else "bad_params"]
+        return request_id, ANSWERS[str(verdict[1])]
 
     def _ids(self, fields: dict[str, Any]) -> list[Any] | None:
         if _string(fields["instance_id"]) != self.instance_id:

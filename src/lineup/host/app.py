@@ -409,6 +409,9 @@ class WebHost:
             return _encode(await self.app_surfaces.ui_event(frame))
         if isinstance(frame, channel.AppEventFrame):
             return _encode(await self.app_surfaces.app_event(frame))
+        if isinstance(frame, channel.SurfaceStopped):
+            await self.app_surfaces.reloading(frame.mount_id)
+            return b""
         if isinstance(frame, channel.SendMessage):
             known = {c.id for c in await runtime.conversations()}
             if frame.conversation_id not in known:

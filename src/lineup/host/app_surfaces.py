@@ -18,6 +18,7 @@ the instance leaves the ``apps`` frame. Logs carry ids and codes only.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Any
 
@@ -91,13 +92,16 @@ class AppSurfaces:
         """Mount a surface the agent opened (the bridge only: no MiniApp SDK)."""
         conversation_id, instance_id = frame.conversation_id, frame.instance_id
 
-        def answer(outcome: str, mount_id: str = "", url: str = "") -> channel.UiMounted:
+        def answer(
+            outcome: str, mount_id: str = "", url: str = "", name: str = ""
+        ) -> channel.UiMounted:
             return channel.UiMounted(
                 conversation_id=conversation_id,
                 instance_id=instance_id,
                 outcome=outcome,
                 mount_id=mount_id,
                 url=url,
+                name=name,
             )
 
         record = await self.runtime.ui_surface(conversation_id, instance_id)
@@ -126,7 +130,9 @@ class AppSurfaces:
         except SurfaceRejected as rejected:
             return answer(str(rejected.code))
         self._ui[mount.mount_id] = (conversation_id, instance_id, record.open_envelope_id)
-        return answer("accepted", mount.mount_id, mount.url)
+        manifest = await self.runtime.registry.manifest(record.app_id, record.app_version)
+        name = "" if manifest is None else manifest.name
+        return answer("accepted", mount.mount_id, mount.url, name)
 
     async def ui_event(self, frame: channel.UiEventFrame) -> channel.UiEventReceipt:
         found = self._ui.get(frame.mount_id)
@@ -152,6 +158,22 @@ class AppSurfaces:
             except UiEventRefused as refused:
                 outcome = refused.code
         return channel.UiEventReceipt(mount_id=frame.mount_id, event=frame.event, outcome=outcome)
+
+    async def reloading(self, mount_id: str) -> None:
+        """The shell stopped a frame that kept reloading itself: a surface the agent
+        opened tells the agent once (the Runtime keeps count); a MiniApp instance keeps
+        running, its frame waits for the person's "Reopen"."""
+        found = self._ui.get(mount_id)
+        instance_id = self._instance_of.get(mount_id)
+        log.warning(
+            "surface keeps reloading", extra={"mount_id": mount_id, "agent": found is not None}
+        )
+        if found is not None:
+            conversation_id, surface_instance_id, _ = found
+            with contextlib.suppress(UiEventRefused):  # closed meanwhile: nobody to tell
+                await self.runtime.ui_reloading(conversation_id, surface_instance_id)
+        elif instance_id is None:
+            return
 
     def ui_changed(self, item: TimelineItem) -> None:
         """A surface the agent opened changed: once it is no longer open, its mounts go."""

@@ -135,6 +135,14 @@ class AppEventFrame(_In, frozen=True, tag="app_event"):
     data: dict[str, Any]
 
 
+class SurfaceStopped(_In, frozen=True, tag="surface_stopped"):
+    """The frame of ``mount_id`` kept reloading or navigating itself, and the shell
+    stopped mounting it (surface_host.js's reload limit). Not answered: for a surface
+    the agent opened, the agent hears it once (``surface_reloading``)."""
+
+    mount_id: MountId
+
+
 class UiEventFrame(_In, frozen=True, tag="ui_event"):
     """The person's event from the frame of ``mount_id`` (the shell checked name and
     data), for the agent as ``lineup.v1.ui.event``. Answered with a ``UiEventReceipt``."""
@@ -246,6 +254,7 @@ ShellFrame = (
     | MountUi
     | UiEventFrame
     | AppEventFrame
+    | SurfaceStopped
     | Consent
     | Claim
     | CapabilityDone
@@ -467,13 +476,15 @@ class Mounted(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="mo
 class UiMounted(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="ui_mounted"):
     """The surface ``instance_id`` of the conversation is at ``url`` (served once), or
     why not (``app_instance_not_found``, ``surface_unavailable``, ``surface_invalid``,
-    ``surface_too_large``)."""
+    ``surface_too_large``). ``name``: the app's display name (its manifest's), for the
+    card's title when the agent gave it none."""
 
     conversation_id: str
     instance_id: str
     outcome: str
     mount_id: str = ""
     url: str = ""
+    name: str = ""
 
 
 class UiEventReceipt(

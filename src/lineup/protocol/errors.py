@@ -43,6 +43,7 @@ class ErrorCode(StrEnum):
     # Surfaces (spec 000 §4, spec 002 §9.1): what the Runtime answers an agent's ui.*.
     SURFACE_UNAVAILABLE = "surface_unavailable"
     SURFACE_INVALID = "surface_invalid"
+    SURFACE_RELOADING = "surface_reloading"
 
     # Standard interactions (spec 002 §7.3): the Runtime's answers to the agent and
     # to the person.

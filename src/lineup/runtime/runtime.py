@@ -390,6 +390,15 @@ class Runtime:
             ui_surfaces.event, conversation_id, instance_id, name, data, self._stamp()
         )
 
+    async def ui_reloading(self, conversation_id: str, instance_id: str) -> None:
+        """The person's client stopped showing an open surface the agent opened: its
+        document kept reloading itself. The agent hears it once per ``ui.open`` (a
+        ``lineup.v1.error`` ``surface_reloading``). Raises ``UiEventRefused``
+        (``app_instance_not_found``) when the surface is not open."""
+        await self.store.db.write(
+            ui_surfaces.reloading, conversation_id, instance_id, self._stamp()
+        )
+
     async def app_event(self, instance_id: str, name: str, data: dict[str, Any]) -> None:
         """The person acted in a MiniApp instance's surface and the app reported it
         (``LineUpSurface.event``): the agent gets it as ``lineup.v1.ui.event`` when

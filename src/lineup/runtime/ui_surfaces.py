@@ -9,7 +9,10 @@ agent gets one ``lineup.v1.error`` naming the envelope (``ref_id``). An inline b
 Runtime's allowlist and matches the parts (``inline_integrity``); else it is
 ``surface_unavailable`` (not in dev mode, or not allowlisted) or ``surface_invalid``
 (the digest does not match). A second ``ui.open`` of the same ``instance_id`` replaces
-the first (``replaced``). ``ui.patch`` replaces the state, a JSON object, and can
+the first (``replaced``, its reason saying by what: the same app at a newer, the same
+or an older version, or another app). A surface whose document keeps reloading itself is
+stopped by the client, which tells the Runtime (``reloading``): the agent gets one
+``surface_reloading`` error per ``ui.open``. ``ui.patch`` replaces the state, a JSON object, and can
 never touch code; ``ui.close`` ends the surface. A patch or close of an instance
 that is not open gets ``app_instance_not_found``.
 
@@ -29,6 +32,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from lineup.formats.semver import compare_semver
 from lineup.protocol import (
     ErrorCode,
     ErrorEnvelope,
@@ -115,7 +119,17 @@ _MESSAGES = {
     ErrorCode.SURFACE_UNAVAILABLE: "no such enabled app version and surface here",
     ErrorCode.SURFACE_INVALID: "the inline bundle does not match its integrity",
     ErrorCode.APP_INSTANCE_NOT_FOUND: "no open surface with this instance_id",
+    ErrorCode.SURFACE_RELOADING: "the surface kept reloading itself and is no longer shown",
 }
+
+RELOADING = "reloading"
+"""The ``reason`` of an open surface whose reloading the agent was told of."""
+REPLACED = "replaced"
+REPLACED_BY_NEWER = "replaced_by_newer"
+REPLACED_BY_OLDER = "replaced_by_older"
+REPLACED_BY_OTHER_APP = "replaced_by_other_app"
+"""The ``reason`` of a ``replaced`` surface: what the new ``ui.open`` showed instead
+(the same version of the same app: ``replaced``)."""
 
 
 def apply(
@@ -158,15 +172,16 @@ def _open(
             code = ErrorCode.SURFACE_UNAVAILABLE
     changed = [envelope.id]
     replaced = txn.execute(
-        "SELECT open_envelope_id FROM ui_surfaces WHERE conversation_id = ? AND instance_id = ?"
-        " AND status = 'open'",
+        "SELECT open_envelope_id, app_id, app_version FROM ui_surfaces"
+        " WHERE conversation_id = ? AND instance_id = ? AND status = 'open'",
         (conversation_id, p.instance_id),
     ).fetchall()
-    txn.execute(
-        "UPDATE ui_surfaces SET status = 'replaced', reason = 'replaced', updated_at = ?"
-        " WHERE conversation_id = ? AND instance_id = ? AND status = 'open'",
-        (now, conversation_id, p.instance_id),
-    )
+    for open_id, old_app, old_version in replaced:
+        txn.execute(
+            "UPDATE ui_surfaces SET status = 'replaced', reason = ?, updated_at = ?"
+            " WHERE conversation_id = ? AND open_envelope_id = ?",
+            (_replaced_by(old_app, old_version, app), now, conversation_id, open_id),
+        )
     changed.extend(str(r[0]) for r in replaced)
     txn.execute(
         "INSERT OR IGNORE INTO ui_surfaces (conversation_id, open_envelope_id, instance_id,"
@@ -193,6 +208,15 @@ def _open(
     if code is None:
         return UiOutcome(tuple(changed))
     return UiOutcome(tuple(changed), (_error(txn, conversation_id, envelope.id, code, now),))
+
+
+def _replaced_by(old_app: str, old_version: str, app: payloads.SurfaceApp) -> str:
+    """The ``reason`` of a surface a new ``ui.open`` replaced: by the same app at a
+    newer, the same or an older version, or by another app."""
+    if app.id != old_app:
+        return REPLACED_BY_OTHER_APP
+    order = compare_semver(app.version, old_version)
+    return REPLACED_BY_NEWER if order > 0 else REPLACED_BY_OLDER if order < 0 else REPLACED
 
 
 def _patch(txn: RuntimeTxn, envelope: UiPatchEnvelope, now: str) -> UiOutcome:
@@ -252,6 +276,28 @@ def _close(txn: RuntimeTxn, envelope: UiCloseEnvelope, now: str) -> UiOutcome:
     _end(txn, record, p.reason or "closed", now)
     audit(txn, now, "agent", "ui.close", f"{record.conversation_id}/{p.instance_id}", "closed")
     return UiOutcome((record.open_envelope_id,))
+
+
+def reloading(txn: RuntimeTxn, conversation_id: str, instance_id: str, now: str) -> UiOutcome:
+    """The client stopped showing the open surface ``instance_id``: its document kept
+    reloading or navigating itself. The first time for this ``ui.open`` the agent gets
+    one ``lineup.v1.error`` ``surface_reloading`` naming it; after that, nothing (other
+    tabs, a "Reopen" that loops again). The surface stays open. Raises
+    ``UiEventRefused`` (``app_instance_not_found``) when it is not open."""
+    record = record_of(txn, conversation_id, instance_id)
+    if record is None:
+        raise UiEventRefused(ErrorCode.APP_INSTANCE_NOT_FOUND.value)
+    if record.reason == RELOADING:
+        return UiOutcome()
+    txn.execute(
+        "UPDATE ui_surfaces SET reason = ?, updated_at = ? WHERE conversation_id = ?"
+        " AND open_envelope_id = ?",
+        (RELOADING, now, conversation_id, record.open_envelope_id),
+    )
+    audit(txn, now, "host", "ui.reloading", f"{conversation_id}/{instance_id}", "stopped")
+    code = ErrorCode.SURFACE_RELOADING
+    error = _error(txn, conversation_id, record.open_envelope_id, code, now)
+    return UiOutcome((), (error,))
 
 
 class UiEventRefused(Exception):

@@ -272,6 +272,22 @@ async def test_progress_is_queued_at_most_once_per_250_ms_coalescing(h: RouterHa
     assert envelope.envelope_id.startswith("prg_")
 
 
+async def test_a_held_progress_report_wakes_the_timer_for_the_end_of_its_window(
+    h: RouterHarness,
+) -> None:
+    """Found by the bridge fuzz: holding a report did not tell the Runtime's timer,
+    which slept on to the next call deadline (a minute at most) before sending it."""
+    instance_id = await running_slow(h)
+    woken: list[bool] = []
+    h.db.listen(deadline_added=lambda: woken.append(True))
+    assert (await h.r.app_progress(instance_id, "op", current=1)).accepted  # sent at once
+    woken.clear()
+    h.clock.advance(milliseconds=10)
+    assert (await h.r.app_progress(instance_id, "op", current=2)).accepted  # held
+    assert woken == [True]
+    assert await h.r.next_deadline() == T0 + timedelta(milliseconds=250)
+
+
 async def test_held_progress_is_dropped_when_the_call_settles(h: RouterHarness) -> None:
     instance_id = await running_slow(h)
     await h.r.app_progress(instance_id, "op", current=1)

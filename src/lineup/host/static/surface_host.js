@@ -13,15 +13,26 @@
 // A frame can reload or navigate itself, and the new document passes the source check.
 // So the first "load" is the mounted document; a second one marks the mount untrusted
 // for good: its messages are dropped, post() sends nothing and onReload() tells the
-// shell to mount afresh. (The surface origin serves each document once, so a reloaded
-// frame holds an empty 410 page; the shell's CSP frame-src limits where else it can go.)
+// shell to mount afresh (a new frame element, its src set before it is inserted, so a
+// remount adds no session-history entry), at most RELOAD_LIMIT times in
+// RELOAD_WINDOW_MS (reloadLimit). (The surface origin serves each document once, so a
+// reloaded frame holds an empty 410 page; the shell's CSP frame-src limits where else
+// it can go.) What the shell cannot stop: Chromium puts a frame's own cross-document
+// navigation (location.href, after its load) and its pushState in the shell's joint
+// session history; location.replace, reload and a meta refresh add nothing.
 //
 // An app mount (a MiniApp instance's own surface, options.app) also relays the MiniApp
 // SDK's requests (namespace lineup.app.v1): exactly {namespace, type: "request",
 // instance_id, mount_id, id, method, params}, a known method, a short id and params a
-// plain JSON object under 64 KiB, to onRequest(id, method, params); the shell answers
-// with respond(id, ok, payload) and nudges the app with push(topic). A surface an agent
-// opened has no such bridge (spec 000 §4.2): its lineup.app.v1 messages are refused.
+// plain JSON object under 96 KiB, to onRequest(id, method, params); the shell answers
+// with respond(id, ok, payload) and nudges the app with push(topic). A request this
+// mount refuses is answered at once, never dropped, whenever it can be addressed (the
+// right shape, this mount's ids, a valid id): {ok: false, error: {code, message}} with
+// rate_limited, method_unknown, too_large or request_invalid (REFUSALS), so the SDK's
+// promise rejects with that code instead of waiting for its timeout. A message that
+// cannot be addressed, or one from a frame that is no longer trusted, gets no answer.
+// A surface an agent opened has no such bridge (spec 000 §4.2): its lineup.app.v1
+// messages are refused.
 //
 // Not set: credentialless. The frame's opaque origin already has no cookies or storage,
 // and its network partition is keyed by that opaque origin, so credentialless would add
@@ -33,7 +44,9 @@ export const MAX_HEIGHT = 4000;
 export const MAX_DATA_BYTES = 16 * 1024;
 export const MAX_DEPTH = 32;
 export const APP_NAMESPACE = "lineup.app.v1";
-export const MAX_REQUEST_BYTES = 64 * 1024;
+// Above the Runtime's 64 KiB state limit, so that an oversized state.set is the
+// Runtime's to refuse (state_too_large); params this large are refused here.
+export const MAX_REQUEST_BYTES = 96 * 1024;
 // The Runtime's AppApi methods (lineup.runtime.apps.app_api.METHODS).
 export const APP_METHODS = new Set([
   "context.get",
@@ -54,6 +67,15 @@ export const APP_METHODS = new Set([
   "capabilities.get",
 ]);
 const REQUEST_FIELDS = ["namespace", "type", "instance_id", "mount_id", "id", "method", "params"];
+// What a refused app request is answered with, by the shell's own reason (onReject's
+// code). The codes are lineup.protocol.ErrorCode values (docs/miniapps.md lists them).
+export const REFUSALS = Object.freeze({
+  rate_limited: { code: "rate_limited", message: "Too many requests: try again shortly" },
+  not_ready: { code: "request_invalid", message: "The surface has not started yet" },
+  unknown_method: { code: "method_unknown", message: "No such method" },
+  bad_params: { code: "request_invalid", message: "params must be a plain JSON object" },
+  too_large: { code: "too_large", message: "params must serialise to less than 96 KiB" },
+});
 const REQUEST_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const EVENT_NAME = /^[A-Za-z][A-Za-z0-9._:-]{0,63}$/;
 const FIELDS = {
@@ -77,35 +99,48 @@ function hasExactly(message, fields) {
   return keys.length === fields.length && fields.every((key) => Object.hasOwn(message, key));
 }
 
-// True if value is JSON as it is: null, booleans, finite numbers, strings, arrays and
-// plain objects, nested at most MAX_DEPTH deep. A structured clone can also carry
-// Dates, Maps, typed arrays, cycles, undefined and NaN; JSON.stringify would quietly
-// turn those into something else, so they are refused instead. The walk visits at most
-// MAX_DATA_BYTES values (each costs at least a byte once serialised), so shared
-// sub-objects cannot make it exponential.
-function isJson(root, limit = MAX_DATA_BYTES) {
+// "ok" if value is JSON as it is: null, booleans, finite numbers, well-formed strings
+// (no lone surrogate: the host channel's decoder refuses one), arrays and plain objects,
+// nested at most MAX_DEPTH deep; "invalid" at the first value that is not. A structured
+// clone can also carry Dates, Maps, typed arrays, cycles, undefined and NaN;
+// JSON.stringify would quietly turn those into something else, so they are refused
+// instead. The walk visits at most `limit` values (each costs at least a byte once
+// serialised, so a value with more is "too_large"), so shared sub-objects cannot make it
+// exponential.
+function jsonWalk(root, limit) {
   let budget = limit;
   const walk = (value, depth) => {
-    if (--budget < 0) return false;
-    if (value === null || typeof value === "string" || typeof value === "boolean") return true;
-    if (typeof value === "number") return Number.isFinite(value);
-    if (typeof value !== "object" || depth >= MAX_DEPTH) return false;
+    if (--budget < 0) return "too_large";
+    if (value === null || typeof value === "boolean") return "ok";
+    if (typeof value === "string") return value.isWellFormed() ? "ok" : "invalid";
+    if (typeof value === "number") return Number.isFinite(value) ? "ok" : "invalid";
+    if (typeof value !== "object" || depth >= MAX_DEPTH) return "invalid";
     if (Array.isArray(value)) {
-      if (Object.getPrototypeOf(value) !== Array.prototype) return false;
-      for (let i = 0; i < value.length; i++) if (!walk(value[i], depth + 1)) return false;
-      return true;
+      if (Object.getPrototypeOf(value) !== Array.prototype) return "invalid";
+      for (let i = 0; i < value.length; i++) {
+        const found = walk(value[i], depth + 1);
+        if (found !== "ok") return found;
+      }
+      return "ok";
     }
-    if (!isPlainObject(value)) return false;
-    for (const key of Object.keys(value)) if (!walk(value[key], depth + 1)) return false;
-    return true;
+    if (!isPlainObject(value)) return "invalid";
+    for (const key of Object.keys(value)) {
+      if (!key.isWellFormed()) return "invalid";
+      const found = walk(value[key], depth + 1);
+      if (found !== "ok") return found;
+    }
+    return "ok";
   };
   return walk(root, 0);
 }
 
-// data if it is a plain JSON object under `limit` bytes once serialised, else null.
-function jsonData(data, limit = MAX_DATA_BYTES) {
-  if (!isPlainObject(data) || !isJson(data, limit)) return null;
-  return encoder.encode(JSON.stringify(data)).length < limit ? data : null;
+// "ok" if data is a plain JSON object under `limit` bytes once serialised; else
+// "too_large" or "invalid".
+function jsonShape(data, limit = MAX_DATA_BYTES) {
+  if (!isPlainObject(data)) return "invalid";
+  const found = jsonWalk(data, limit);
+  if (found !== "ok") return found;
+  return encoder.encode(JSON.stringify(data)).length < limit ? "ok" : "too_large";
 }
 
 // A token bucket on the page's monotonic clock.
@@ -123,6 +158,28 @@ function tokenBucket(rate, burst, now) {
 }
 
 const noop = () => {};
+
+// How often a surface that reloads or navigates itself is mounted afresh: at most
+// RELOAD_LIMIT times in any RELOAD_WINDOW_MS. A document that keeps doing it would
+// otherwise run again (and send its events again) for ever; its owner (ui_cards.js,
+// surfaces.js) stops it instead and offers "Reopen".
+export const RELOAD_LIMIT = 3;
+export const RELOAD_WINDOW_MS = 30_000;
+
+/** A count of one surface's remounts: spend() is true while one more is allowed. */
+export function reloadLimit({ limit = RELOAD_LIMIT, windowMs = RELOAD_WINDOW_MS, now } = {}) {
+  const clock = now ?? (() => performance.now());
+  let times = [];
+  return {
+    spend() {
+      const t = clock();
+      times = times.filter((at) => t - at < windowMs);
+      if (times.length >= limit) return false;
+      times.push(t);
+      return true;
+    },
+  };
+}
 
 /**
  * Frame the surface at `url` inside `container` and relay its messages.
@@ -184,8 +241,8 @@ export function mountSurface(container, { url, instanceId, mountId }, callbacks 
   function onMessage(event) {
     if (event.source === null || event.source !== frame.contentWindow) return; // not ours
     if (!trusted) return reject("untrusted");
-    if (!allow()) return reject("rate_limited");
     const message = event.data;
+    if (!allow()) return refuse(app ? addressed(message) : null, "rate_limited");
     if (app && isPlainObject(message) && message.namespace === APP_NAMESPACE) {
       return onAppRequest(message);
     }
@@ -216,23 +273,38 @@ export function mountSurface(container, { url, instanceId, mountId }, callbacks 
     if (typeof message.event !== "string" || !EVENT_NAME.test(message.event)) {
       return reject("bad_event_name");
     }
-    const data = jsonData(message.data);
-    if (data === null) return reject("bad_data");
-    return onEvent(message.event, data);
+    if (jsonShape(message.data) !== "ok") return reject("bad_data");
+    return onEvent(message.event, message.data);
+  }
+
+  // The id of an app request addressed to this mount (the right shape, its ids, a
+  // valid id), else null: only such a request can be answered.
+  function addressed(message) {
+    if (!isPlainObject(message) || message.namespace !== APP_NAMESPACE) return null;
+    if (message.type !== "request" || !hasExactly(message, REQUEST_FIELDS)) return null;
+    if (message.instance_id !== instanceId || message.mount_id !== mountId) return null;
+    return typeof message.id === "string" && REQUEST_ID.test(message.id) ? message.id : null;
+  }
+
+  // Refuse a message; an addressed app request (id not null) is answered at once.
+  function refuse(id, reason, answer = REFUSALS[reason]) {
+    if (id !== null) sendApp({ type: "response", id, ok: false, error: { ...answer } });
+    reject(reason);
   }
 
   function onAppRequest(message) {
     if (message.type !== "request" || !hasExactly(message, REQUEST_FIELDS)) return reject("malformed");
     if (message.instance_id !== instanceId) return reject("instance_mismatch");
     if (message.mount_id !== mountId) return reject("mount_mismatch");
-    if (!ready) return reject("not_ready");
-    if (typeof message.id !== "string" || !REQUEST_ID.test(message.id)) return reject("bad_request_id");
+    const id = addressed(message);
+    if (!ready) return refuse(id, "not_ready");
+    if (id === null) return reject("bad_request_id");
     if (typeof message.method !== "string" || !APP_METHODS.has(message.method)) {
-      return reject("unknown_method");
+      return refuse(id, "unknown_method");
     }
-    const params = jsonData(message.params, MAX_REQUEST_BYTES);
-    if (params === null) return reject("bad_params");
-    return onRequest(message.id, message.method, params);
+    const shape = jsonShape(message.params, MAX_REQUEST_BYTES);
+    if (shape !== "ok") return refuse(id, "bad_params", REFUSALS[shape === "too_large" ? "too_large" : "bad_params"]);
+    return onRequest(id, message.method, message.params);
   }
 
   function sendApp(message) {

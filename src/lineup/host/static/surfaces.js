@@ -10,11 +10,14 @@
 // origin; the frame's MiniApp SDK
 // requests go up as {op: "app_call"} and their answers come back as "app_reply"; an
 // "app_push" nudges the frame to ask again. A frame that reloads itself is untrusted
-// from then on: it is dropped and mounted afresh. When an instance stops running, its
+// from then on: it is dropped and mounted afresh, at most RELOAD_LIMIT times in
+// RELOAD_WINDOW_MS (surface_host.js); one more and it stays down: the app area says the
+// app keeps reloading and offers "Reopen" (the instance keeps running in the Runtime),
+// and the Web Host hears {op: "surface_stopped"}. When an instance stops running, its
 // frame goes (the Web Host has already taken its URL down).
 
 import { $ } from "./dom.js";
-import { mountSurface } from "./surface_host.js";
+import { mountSurface, reloadLimit } from "./surface_host.js";
 
 const UNAVAILABLE_TEXT = {
   surface_unavailable: "This app has nothing to show.",
@@ -22,9 +25,13 @@ const UNAVAILABLE_TEXT = {
   surface_too_large: "This app's surface is too large to show.",
 };
 
+const RELOADING_TEXT = "This app keeps reloading itself, so it was stopped.";
+
 const frames = {
   send: () => false,
-  mounts: new Map(), // instance id -> { handle, mountId } | { pending: true } | { failed: code }
+  // instance id -> { handle, mountId } | { pending: true } | { failed: code } | { stopped: true }
+  mounts: new Map(),
+  reloads: new Map(), // instance id -> its reloadLimit()
   byMount: new Map(), // mount id -> instance id
   apps: { records: [], focus: null },
 };
@@ -62,13 +69,29 @@ function show() {
     entry.handle.frame.hidden = !visible;
     if (visible) shown = entry;
   }
-  const failed = frames.mounts.get(focus)?.failed;
+  const entry = frames.mounts.get(focus);
   area.classList.toggle("has-surface", Boolean(shown));
+  area.dataset.stopped = String(Boolean(entry?.stopped));
   const placeholder = area.querySelector(".app-area-placeholder");
   placeholder.hidden = Boolean(shown);
-  placeholder.textContent = failed
-    ? UNAVAILABLE_TEXT[failed] || "This app could not be shown."
-    : "Starting the app…";
+  placeholder.replaceChildren();
+  if (entry?.stopped) {
+    const reopen = document.createElement("button");
+    reopen.type = "button";
+    reopen.className = "app-reopen";
+    reopen.textContent = "Reopen";
+    reopen.addEventListener("click", () => {
+      frames.mounts.delete(focus);
+      frames.reloads.delete(focus);
+      request(focus);
+      show();
+    });
+    placeholder.append(RELOADING_TEXT, " ", reopen);
+  } else {
+    placeholder.textContent = entry?.failed
+      ? UNAVAILABLE_TEXT[entry.failed] || "This app could not be shown."
+      : "Starting the app…";
+  }
 }
 
 // Every apps change (and the snapshot's): mount what runs, drop what stopped.
@@ -79,6 +102,9 @@ export function syncSurfaces(apps) {
   );
   for (const instanceId of [...frames.mounts.keys()]) {
     if (!running.has(instanceId)) drop(instanceId);
+  }
+  for (const instanceId of [...frames.reloads.keys()]) {
+    if (!running.has(instanceId)) frames.reloads.delete(instanceId);
   }
   for (const instanceId of running) {
     if (!frames.mounts.has(instanceId)) request(instanceId);
@@ -117,9 +143,14 @@ export function onMounted(frame) {
         }
       },
       onReload: () => {
-        // A frame that navigated or reloaded itself is a new, unverified document.
+        // A frame that navigated or reloaded itself is a new, unverified document:
+        // mounted afresh, unless it keeps doing so.
+        if (!frames.reloads.has(instanceId)) frames.reloads.set(instanceId, reloadLimit());
+        const again = frames.reloads.get(instanceId).spend();
+        if (!again) frames.send({ op: "surface_stopped", mount_id: mountId }); // before unmount
         drop(instanceId);
-        if (frames.apps.focus === instanceId) request(instanceId);
+        if (!again) frames.mounts.set(instanceId, { stopped: true });
+        else if (frames.apps.focus === instanceId) request(instanceId);
         show();
       },
     },

@@ -5,27 +5,42 @@
 // posts each new state to it, and sends the person's events up as {op: "ui_event"}
 // (the shell checked name and data; the Runtime checks them against the surface's
 // declared events and tells the agent). "Close" sends the event `close`, which ends the
-// surface. A card is updated in place, never rebuilt, so its frame keeps running; a
-// frame that reloads itself is mounted afresh with the current state.
+// surface. A card is updated in place, never rebuilt, so its frame keeps running.
+//
+// A frame that reloads or navigates itself is mounted afresh with the current state,
+// at most RELOAD_LIMIT times in RELOAD_WINDOW_MS (surface_host.js's reloadLimit); one
+// more and the card stops it: it says the app keeps reloading and offers "Reopen", and
+// the shell reports {op: "surface_stopped"} so that the Runtime tells the agent once.
+//
+// The card is titled by the name the agent gave the surface, else the app's display
+// name (from the mount's answer), else the app id; the app id and version are the
+// title's tooltip. A surface's status is said once, in the header; the notice below
+// the header is for what the frame cannot show (not available, stopped).
 
 import { el } from "./dom.js";
-import { mountSurface } from "./surface_host.js";
+import { mountSurface, reloadLimit } from "./surface_host.js";
 
 const STATUS_TEXT = {
   open: "",
   closed: "Closed",
-  replaced: "Replaced by a newer version",
-  unavailable: "This surface is not available here.",
+  replaced: "Replaced",
+  unavailable: "Not available",
 };
 
-// Why a surface ended, when the Runtime ended it (not the agent or the person).
+// Why a surface ended, when the Runtime says more than its status.
 const REASON_TEXT = {
   app_revoked: "Closed: this app version was revoked",
+  replaced_by_newer: "Replaced by a newer version",
+  replaced_by_older: "Replaced by an older version",
+  replaced_by_other_app: "Replaced by another app",
 };
+
+const UNAVAILABLE_TEXT = "This surface is not available here.";
+const RELOADING_TEXT = "This app keeps reloading itself, so it was stopped.";
 
 const ui = {
   send: () => false,
-  cards: new Map(), // item key -> { item, li, handle, mountId, pending, posted }
+  cards: new Map(), // item key -> { item, li, handle, mountId, pending, posted, ... }
 };
 
 export function initUiCards({ send }) {
@@ -49,25 +64,63 @@ function unmount(card) {
   card.pending = false;
 }
 
+function title(entry) {
+  const data = entry.item.data;
+  return data.name && data.name !== data.app_id ? data.name : entry.appName || data.app_id;
+}
+
+function showTitle(entry) {
+  const data = entry.item.data;
+  const name = title(entry);
+  const head = entry.li.querySelector(".surface-name");
+  head.textContent = name;
+  head.title = `${data.app_id} ${data.app_version}`;
+  entry.li.querySelector(".surface-card").setAttribute("aria-label", name);
+  entry.li.querySelector(".surface-close").setAttribute("aria-label", `Close ${name}`);
+}
+
+function showNotice(entry, text, reopen = false) {
+  const notice = entry.li.querySelector(".surface-notice");
+  notice.querySelector(".surface-notice-text").textContent = text;
+  notice.querySelector(".surface-reopen").hidden = !reopen;
+  notice.hidden = !text;
+}
+
 // Build the card into a fresh row (the timeline calls this once per row element).
 export function renderSurfaceCard(item, li) {
   const old = ui.cards.get(item.key);
   if (old) unmount(old);
   const card = el("section", "surface-card");
-  card.setAttribute("aria-label", item.data.name);
   const head = el("header", "surface-head");
-  head.append(el("span", "surface-name", item.data.name), el("span", "surface-status"));
+  head.append(el("span", "surface-name"), el("span", "surface-status"));
   const close = el("button", "surface-close", "Close");
   close.type = "button";
-  close.setAttribute("aria-label", `Close ${item.data.name}`);
   head.append(close);
   const body = el("div", "surface-body");
   const notice = el("p", "surface-notice");
+  const reopen = el("button", "surface-reopen", "Reopen");
+  reopen.type = "button";
+  notice.append(el("span", "surface-notice-text"), reopen);
   card.append(head, body, notice);
   li.append(card);
-  const entry = { item, li, handle: null, mountId: null, pending: false, posted: null };
+  const entry = {
+    item,
+    li,
+    handle: null,
+    mountId: null,
+    pending: false,
+    posted: null,
+    appName: old?.appName ?? "",
+    reloads: old?.reloads ?? reloadLimit(),
+    stopped: old?.stopped ?? false,
+  };
   close.addEventListener("click", () => {
     if (entry.handle) ui.send({ op: "ui_event", mount_id: entry.mountId, event: "close", data: {} });
+  });
+  reopen.addEventListener("click", () => {
+    entry.stopped = false;
+    entry.reloads = reloadLimit();
+    updateSurfaceCard(entry.item, entry.li);
   });
   ui.cards.set(item.key, entry);
   updateSurfaceCard(item, li);
@@ -83,16 +136,21 @@ export function updateSurfaceCard(item, li) {
   const open = data.status === "open";
   li.dataset.surfaceStatus = data.status;
   li.dataset.instanceId = data.instance_id;
-  const words = REASON_TEXT[data.reason] ?? STATUS_TEXT[data.status] ?? data.status;
+  li.dataset.stopped = String(open && entry.stopped);
+  showTitle(entry);
+  const words = open ? "" : REASON_TEXT[data.reason] ?? STATUS_TEXT[data.status] ?? data.status;
   li.querySelector(".surface-status").textContent = words;
   li.querySelector(".surface-close").hidden = !open;
-  const notice = li.querySelector(".surface-notice");
-  notice.textContent = open ? "" : words || "";
-  notice.hidden = open;
   if (!open) {
+    showNotice(entry, data.status === "unavailable" ? UNAVAILABLE_TEXT : "");
     unmount(entry);
     return;
   }
+  if (entry.stopped) {
+    showNotice(entry, RELOADING_TEXT, true);
+    return;
+  }
+  showNotice(entry, "");
   if (entry.handle) {
     if (entry.posted !== data.state) {
       entry.posted = data.state;
@@ -103,6 +161,16 @@ export function updateSurfaceCard(item, li) {
   }
 }
 
+// The frame left its document: mount afresh, or stop it once it did so too often.
+function reloaded(entry) {
+  if (entry.item.data.status === "open" && !entry.reloads.spend()) {
+    ui.send({ op: "surface_stopped", mount_id: entry.mountId }); // before its mount goes
+    entry.stopped = true;
+  }
+  unmount(entry);
+  updateSurfaceCard(entry.item, entry.li);
+}
+
 export function onUiMounted(frame) {
   const entry = [...ui.cards.values()].find(
     (c) =>
@@ -110,17 +178,17 @@ export function onUiMounted(frame) {
       c.item.conversation_id === frame.conversation_id &&
       c.item.data.instance_id === frame.instance_id,
   );
-  if (!entry || frame.outcome !== "accepted" || !entry.li.isConnected) {
+  if (!entry || frame.outcome !== "accepted" || !entry.li.isConnected || entry.stopped) {
     if (frame.mount_id) ui.send({ op: "unmount", mount_id: frame.mount_id });
     if (entry) {
       entry.pending = false;
-      const notice = entry.li.querySelector(".surface-notice");
-      notice.textContent = STATUS_TEXT.unavailable;
-      notice.hidden = frame.outcome === "accepted";
+      if (frame.outcome !== "accepted") showNotice(entry, UNAVAILABLE_TEXT);
     }
     return;
   }
   entry.pending = false;
+  if (frame.name) entry.appName = frame.name;
+  showTitle(entry);
   const mountId = frame.mount_id;
   entry.mountId = mountId;
   entry.handle = mountSurface(
@@ -128,10 +196,7 @@ export function onUiMounted(frame) {
     { url: frame.url, instanceId: frame.instance_id, mountId },
     {
       onEvent: (name, data) => ui.send({ op: "ui_event", mount_id: mountId, event: name, data }),
-      onReload: () => {
-        unmount(entry);
-        if (entry.item.data.status === "open") requestMount(entry);
-      },
+      onReload: () => reloaded(entry),
     },
   );
   entry.posted = entry.item.data.state;

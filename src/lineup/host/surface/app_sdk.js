@@ -20,8 +20,10 @@
 //                                              decided; rejects with the status's code
 //
 // Every method returns a Promise; a refusal rejects with an Error whose `code` is the
-// Runtime's stable code. Like the bridge, this is a convenience, not a boundary: the
-// shell validates every message and the Runtime decides.
+// stable code of whoever refused: the Runtime, or the shell at once (rate_limited,
+// method_unknown, too_large, request_invalid); `timeout` only if nobody answered in
+// 30 s. Like the bridge, this is a convenience, not a boundary: the shell validates
+// every message and the Runtime decides.
 (function () {
   "use strict";
 
@@ -59,18 +61,26 @@
         reject(refusal("timeout", "the Runtime did not answer"));
       }, TIMEOUT_MS);
       waiting.set(id, { resolve, reject, timer });
-      apply(postToParent, parentWindow, [
-        {
-          namespace: NAMESPACE,
-          type: "request",
-          instance_id: BOOT.instance_id,
-          mount_id: BOOT.mount_id,
-          id,
-          method,
-          params: params || {},
-        },
-        "*",
-      ]);
+      try {
+        apply(postToParent, parentWindow, [
+          {
+            namespace: NAMESPACE,
+            type: "request",
+            instance_id: BOOT.instance_id,
+            mount_id: BOOT.mount_id,
+            id,
+            method,
+            params: params || {},
+          },
+          "*",
+        ]);
+      } catch {
+        // Params the structured clone cannot carry (a function, a DOM node): refused
+        // here with the code the shell gives params that are not JSON.
+        waiting.delete(id);
+        clearTimeout(timer);
+        reject(refusal("request_invalid", "params must be a plain JSON object"));
+      }
     });
   }
 

@@ -474,6 +474,9 @@ def progress(
         "UPDATE tool_calls SET progress_pending = ? WHERE conversation_id = ? AND call_id = ?",
         (msgspec.json.encode(report), conversation_id, report.call_id),
     )
+    # The end of the window is a new deadline: without this the Runtime's timer slept
+    # on to the next call timeout (up to a minute) before sending the held report.
+    txn.deadline_added()
     return None
 
 
