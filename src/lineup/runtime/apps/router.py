@@ -131,26 +131,46 @@ def _session_instance(
     return str(row[1])
 
 
-def _pick(
-    value: Instances, scope: str, conversation_id: str, preferred: str | None
-) -> MiniAppInstanceRecord | None:
-    """The instance a call of ``scope`` goes to: the one named, else the focused one,
-    else the topmost of the stack."""
-    usable = {
-        r.instance_id: r
+_ENDED = {
+    AppState.STOPPING: "the instance is stopping (its close is under way)",
+    AppState.STOPPED: "the instance is closed",
+    AppState.FAILED: "the instance failed",
+}
+
+
+def _bound_instance(
+    value: Instances, scope: str, conversation_id: str, instance_id: str
+) -> MiniAppInstanceRecord:
+    """The instance a bound call names, if it can take the call now; else the refusal,
+    whose message says what became of it. Never another instance."""
+    record = value.records.get(instance_id)
+    if record is None:
+        raise _Refused(ErrorCode.APP_INSTANCE_NOT_FOUND, "no such instance (or it closed long ago)")
+    if record.app_scope != scope:
+        raise _Refused(ErrorCode.APP_SCOPE_MISMATCH, "the target is another app")
+    if record.conversation_id not in (None, conversation_id):
+        raise _Refused(ErrorCode.APP_INSTANCE_NOT_FOUND, "the instance is not of this conversation")
+    if record.state not in BINDABLE:
+        raise _Refused(ErrorCode.APP_INSTANCE_NOT_FOUND, _ENDED.get(record.state, "not live"))
+    return record
+
+
+def _only_live(value: Instances, scope: str, conversation_id: str) -> MiniAppInstanceRecord | None:
+    """The one live instance of ``scope`` in this conversation, ``None`` when there is
+    none; several are ``app_instance_ambiguous``: focus and the stack never choose."""
+    usable = [
+        r
         for r in value.live()
         if r.app_scope == scope
         and r.state in BINDABLE
         and r.conversation_id in (None, conversation_id)
-    }
-    if preferred is not None:
-        return usable.get(preferred)
-    if value.focus in usable:
-        return usable[value.focus]
-    for instance_id in reversed(value.stack):
-        if instance_id in usable:
-            return usable[instance_id]
-    return None
+    ]
+    if len(usable) > 1:
+        raise _Refused(
+            ErrorCode.APP_INSTANCE_AMBIGUOUS,
+            f"{len(usable)} instances of the app are open here: name one (target.instance_id)",
+        )
+    return usable[0] if usable else None
 
 
 def route(txn: RuntimeTxn, received: Received, intent: ToolCallIntent, now: str) -> Routed | None:
@@ -194,9 +214,9 @@ def route(txn: RuntimeTxn, received: Received, intent: ToolCallIntent, now: str)
         scope = descriptor.target.app_scope
         if envelope.target is not None and envelope.target.app_scope not in (None, scope):
             raise _Refused(ErrorCode.APP_SCOPE_MISMATCH, "the target is another app")
-        preferred = None
+        bound = None
         if p.app_session_context is not None:
-            preferred = _session_instance(
+            bound = _session_instance(
                 txn, p.app_session_context.app_session_id, conversation_id, agent_id, scope
             )
         value = instance_store.load(txn)
@@ -205,23 +225,28 @@ def route(txn: RuntimeTxn, received: Received, intent: ToolCallIntent, now: str)
             target_record = value.records.get(named)
             if target_record is not None and target_record.app_scope != scope:
                 raise _Refused(ErrorCode.APP_SCOPE_MISMATCH, "the target is another app")
-            if preferred is not None and preferred != named:
+            if bound is not None and bound != named:
                 raise _Refused(ErrorCode.APP_SCOPE_MISMATCH, "the target is another instance")
-            preferred = named
+            bound = named
         front = descriptor.target.requires_foreground or descriptor.handling == "foreground"
         before = value.focus
         record = None
         if descriptor.handling != "launch":
-            record = _pick(value, scope, conversation_id, preferred)
-            if record is None and (descriptor.handling != "foreground" or preferred):
-                raise _Refused(ErrorCode.APP_INSTANCE_NOT_FOUND, "no live instance of the app")
+            if bound is not None:
+                record = _bound_instance(value, scope, conversation_id, bound)
+            else:
+                record = _only_live(value, scope, conversation_id)
+            if record is None and descriptor.handling != "foreground":
+                raise _Refused(
+                    ErrorCode.APP_INSTANCE_NOT_FOUND, "no instance of the app is open here"
+                )
         if record is None:
             opened = Op(
                 Action.OPEN,
                 f"{scope}.{uuid.uuid4().hex[:16]}",
                 app_scope=scope,
                 conversation_id=conversation_id,
-                parent_instance_id=preferred,
+                parent_instance_id=bound,
                 foreground=front,
                 actor="agent",
             )
