@@ -22,14 +22,26 @@ all granted is ``capability_denied``: the agent learns why (neither was advertis
 A tool no app declares is ``tool_not_advertised``. Disabling an app also closes its live
 instances (``AppRegistry.disable``), so no call finds one.
 
+How a call finds its instance (docs/miniapps.md, "How a tool call finds its
+instance"); focus and the stack never choose, so a call never moves to a sibling:
+
+- A call is **bound** when the envelope's ``target.instance_id`` or the
+  ``app_session_context`` (its sub-session's instance) names one instance. It goes
+  there, or is refused ``app_instance_not_found`` with a message saying what became
+  of it: closed, stopping, failed, not of this conversation, or no such instance.
+- An **unbound** call goes to the one live instance of its scope in this
+  conversation. With several it is refused ``app_instance_ambiguous``: the agent
+  must say which.
 - ``launch``: opens a new instance of the app in this conversation (in front when
-  ``target.requires_foreground``) and binds the call to it: ``waiting_for_app``
-  until the app reports it started.
-- ``foreground``: the live instance of the scope (the one ``target.instance_id`` or
-  the sub-session names, else the focused one, else the topmost), brought to the
-  front, or a new one when none was named.
-- ``direct`` / ``operation``: that live instance (brought to the front when
-  ``target.requires_foreground``), or ``app_instance_not_found``.
+  ``target.requires_foreground``; continuing the bound one, if any) and binds the
+  call to it: ``waiting_for_app`` until the app reports it started.
+- ``foreground``: the instance found as above, brought to the front; an unbound call
+  with no live instance opens one.
+- ``direct`` / ``operation``: the instance found as above (brought to the front when
+  ``target.requires_foreground``); none is ``app_instance_not_found``.
+
+Every ``tool.result`` of a stored call names its instance in the envelope's
+``target.instance_id``, so the agent learns which instance a ``launch`` opened.
 
 A live instance is one of this conversation (or of none) that is not ``stopping``.
 A bound call on a ready instance (``foreground`` / ``background``) is ``running``;
