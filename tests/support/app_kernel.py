@@ -133,6 +133,7 @@ class Queued:
     envelope_id: str
     type: str
     payload: dict[str, Any]
+    target: dict[str, Any] | None = None
 
     @property
     def short(self) -> str:
@@ -162,7 +163,9 @@ def queued(path: Path, *, table: str = "timeline", since: int = 0) -> list[Queue
         decoded = msgspec.json.decode(bytes(body))
         if decoded["type"] == "lineup.v1.client.inventory":
             continue
-        found.append(Queued(envelope_id, decoded["type"], decoded["payload"]))
+        found.append(
+            Queued(envelope_id, decoded["type"], decoded["payload"], decoded.get("target"))
+        )
     return found
 
 

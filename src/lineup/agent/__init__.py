@@ -5,6 +5,7 @@ from lineup.protocol.interactions import ChoiceOption
 from lineup.protocol.payloads import AppResult, CapabilityDescriptor, ToolResult
 
 from .agent import Agent
+from .apps import AppInstance
 from .conversation import Conversation
 from .cursor import CursorStore, FileCursorStore, MemoryCursorStore, default_cursor_path
 from .errors import (
@@ -32,6 +33,7 @@ __all__ = [
     "Agent",
     "AgentClosed",
     "AgentError",
+    "AppInstance",
     "AppResult",
     "AuthenticationFailed",
     "Backoff",

@@ -1,20 +1,35 @@
 """``Agent``: connect to the AppServer, receive envelopes in order, answer them.
 
-Handlers for one conversation run one at a time, in sequence order; different
-conversations run side by side. The cursor of a conversation advances (and is
-saved) after its handlers finish, so a crash replays what was not handled:
-handlers see each envelope at least once, and sends are made exactly-once by
-their client-made ids.
+Each conversation has a queue. Handlers registered the default way run from it one
+at a time, in sequence order: a handler that waits (for an answer, a tool result)
+holds its conversation's queue until it returns. A handler registered with
+``concurrent=True`` runs beside the queue instead: it starts the moment its envelope
+arrives, while earlier handlers still wait, so a person's click or message is
+answered at once even while a question is pending. Concurrent handlers of one
+conversation start only after its ``on_conversation`` handlers have finished, and at
+most ``CONCURRENT_LIMIT`` run at once per conversation (the next one waits for a
+slot: backpressure on the stream, like a full queue). Different conversations run
+side by side.
+
+The cursor of a conversation advances (and is saved) only past envelopes whose
+handlers have *all* finished, queued and concurrent: it stops before the oldest
+envelope with a handler still running, so a crash or ``stop()`` replays it (and what
+follows it). Handlers see each envelope at least once; sends are made exactly-once
+by their client-made ids, and calls (``ask_*``, ``call_tool``, ``call_capability``)
+by ids derived from the envelope, the handler and the call's position in it, so a
+replayed handler makes the same calls and gets their recorded results.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeVar, overload
 
 import httpx
 import msgspec
@@ -47,6 +62,9 @@ H = TypeVar("H", bound=Callable[..., Awaitable[Any]])
 _QUEUE_LIMIT = 10_000
 _HISTORY_PAGE = 500
 
+CONCURRENT_LIMIT = 64
+"""Concurrent handler invocations running at once in one conversation."""
+
 
 class Agent:
     """An agent process's handle on LineUp.
@@ -76,10 +94,11 @@ class Agent:
         self.clock = clock
         self.agent_id: str | None = None
         self.conversations: dict[str, Conversation] = {}
-        self._message_handlers: list[MessageHandler] = []
-        self._event_handlers: dict[str, list[EventHandler]] = {}
+        self._message_handlers: list[_Registered] = []
+        self._event_handlers: dict[str, list[_Registered]] = {}
         self._conversation_handlers: list[ConversationHandler] = []
         self._handled: dict[str, int] = {}  # saved: handlers finished up to here
+        self._lanes: dict[str, _Lane] = {}  # concurrent handlers, per conversation
         self._received: dict[str, int] = {}  # seen on the stream
         self._saved: dict[str, int] = {}  # what the cursor store holds
         self._cursors_dirty = asyncio.Event()
@@ -99,16 +118,36 @@ class Agent:
 
     # --- registration --------------------------------------------------------------------
 
-    def on_message(self, handler: MessageHandler) -> MessageHandler:
-        """Call ``handler(conversation, envelope)`` for each message from the user."""
-        self._message_handlers.append(handler)
-        return handler
+    @overload
+    def on_message(self, handler: MessageHandler, /) -> MessageHandler: ...
 
-    def on_event(self, envelope_type: str) -> Callable[[H], H]:
-        """Call the handler for every incoming envelope of ``envelope_type``."""
+    @overload
+    def on_message(
+        self, handler: None = None, /, *, concurrent: bool = False
+    ) -> Callable[[MessageHandler], MessageHandler]: ...
+
+    def on_message(
+        self, handler: MessageHandler | None = None, /, *, concurrent: bool = False
+    ) -> MessageHandler | Callable[[MessageHandler], MessageHandler]:
+        """Call ``handler(conversation, envelope)`` for each message from the user
+        (``@agent.on_message``), from the conversation's queue; with
+        ``@agent.on_message(concurrent=True)``, beside it (see the module's doc)."""
+
+        def register(handler: MessageHandler) -> MessageHandler:
+            key = _handler_key("message", len(self._message_handlers), handler)
+            self._message_handlers.append(_Registered(handler, key, concurrent))
+            return handler
+
+        return register if handler is None else register(handler)
+
+    def on_event(self, envelope_type: str, *, concurrent: bool = False) -> Callable[[H], H]:
+        """Call the handler for every incoming envelope of ``envelope_type``, from the
+        conversation's queue, or beside it with ``concurrent=True``."""
 
         def register(handler: H) -> H:
-            self._event_handlers.setdefault(envelope_type, []).append(handler)
+            handlers = self._event_handlers.setdefault(envelope_type, [])
+            key = _handler_key(f"event:{envelope_type}", len(handlers), handler)
+            handlers.append(_Registered(handler, key, concurrent))
             return handler
 
         return register
@@ -158,6 +197,8 @@ class Agent:
             conversation._close()
         for queue in self._queues.values():
             queue.put_nowait((0, None))
+        for lane in self._lanes.values():
+            lane.cancel()  # unfinished: their envelopes stay after the cursor
 
     async def start_conversation(
         self, user_id: str, *, title: str = "", conversation_id: str | None = None
@@ -216,12 +257,18 @@ class Agent:
                 extra={"conversation_id": pseudonym(conversation_id)},
             )
             return
+        conversation = self.conversations[conversation_id]
         if envelope is not None:
-            self.conversations[conversation_id]._observe(frame.seq, envelope)
+            conversation._observe(frame.seq, envelope)
         queue = self._queues.get(conversation_id)
         if queue is None:
-            self._start_worker(self.conversations[conversation_id])
+            self._start_worker(conversation)
             queue = self._queues[conversation_id]
+        lane = self._lanes.get(conversation_id)
+        if envelope is not None and lane is not None:
+            for handler in self._handlers_of(envelope):
+                if handler.concurrent:
+                    await lane.start(frame.seq, self._invoke(handler, conversation, envelope))
         await queue.put((frame.seq, envelope))
 
     def _add_conversation(self, conversation: wire.Conversation) -> Conversation:
@@ -245,22 +292,38 @@ class Agent:
             return
         queue: asyncio.Queue[tuple[int, Envelope | None]] = asyncio.Queue(_QUEUE_LIMIT)
         self._queues[conversation.id] = queue
-        self._tasks.create_task(self._worker(conversation, queue))
+        lane = _Lane(self._tasks, self._handled.get(conversation.id, 0))
+        lane.on_progress = lambda: self._advance(conversation.id, lane)
+        self._lanes[conversation.id] = lane
+        self._tasks.create_task(self._worker(conversation, queue, lane))
 
     async def _worker(
-        self, conversation: Conversation, queue: asyncio.Queue[tuple[int, Envelope | None]]
+        self,
+        conversation: Conversation,
+        queue: asyncio.Queue[tuple[int, Envelope | None]],
+        lane: _Lane,
     ) -> None:
         if conversation.id not in self._handled:
             for index, handler in enumerate(self._conversation_handlers):
                 scope = HandlerScope("conversation", _handler_key("conversation", index, handler))
                 await self._call(handler, conversation, scope=scope)
+        lane.open.set()  # concurrent handlers may start now
         while True:
             seq, envelope = await queue.get()
             if seq == 0:
                 return
             if envelope is not None:
-                await self._dispatch(conversation, envelope)
-            self._handled[conversation.id] = seq
+                for registered in self._handlers_of(envelope):
+                    if not registered.concurrent:
+                        await self._invoke(registered, conversation, envelope)
+            lane.queued_done = seq
+            self._advance(conversation.id, lane)
+
+    def _advance(self, conversation_id: str, lane: _Lane) -> None:
+        """Move the cursor to just before the oldest envelope still being handled."""
+        handled = lane.handled()
+        if handled > self._handled.get(conversation_id, 0):
+            self._handled[conversation_id] = handled
             self._cursors_dirty.set()
 
     async def _save_cursors(self, store: CursorStore) -> None:
@@ -281,16 +344,16 @@ class Agent:
             if self._saver_closing and not self._cursors_dirty.is_set():
                 return
 
-    async def _dispatch(self, conversation: Conversation, envelope: Envelope) -> None:
-        trigger = f"envelope:{envelope.id}"
-        if isinstance(envelope, MessageEnvelope):
-            for index, handler in enumerate(self._message_handlers):
-                scope = HandlerScope(trigger, _handler_key("message", index, handler))
-                await self._call(handler, conversation, envelope, scope=scope)
-        kind = f"event:{envelope.type}"
-        for index, event_handler in enumerate(self._event_handlers.get(envelope.type, ())):
-            scope = HandlerScope(trigger, _handler_key(kind, index, event_handler))
-            await self._call(event_handler, conversation, envelope, scope=scope)
+    def _handlers_of(self, envelope: Envelope) -> list[_Registered]:
+        """The handlers an envelope goes to, in registration order."""
+        handlers = list(self._message_handlers) if isinstance(envelope, MessageEnvelope) else []
+        return handlers + self._event_handlers.get(envelope.type, [])
+
+    async def _invoke(
+        self, handler: _Registered, conversation: Conversation, envelope: Envelope
+    ) -> None:
+        scope = HandlerScope(f"envelope:{envelope.id}", handler.key)
+        await self._call(handler.fn, conversation, envelope, scope=scope)
 
     async def _call(
         self, handler: Callable[..., Awaitable[Any]], *args: Any, scope: HandlerScope
@@ -334,6 +397,62 @@ class Agent:
                     return [(item.seq, bytes(item.envelope)) for item in page.envelopes]
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopped.wait(), backoff.next_delay())
+
+
+@dataclass(frozen=True, slots=True)
+class _Registered:
+    fn: Callable[..., Awaitable[Any]]
+    key: str  # stable across restarts: the call ids it derives depend on it
+    concurrent: bool
+
+
+class _Lane:
+    """The concurrent handlers of one conversation, and how far its envelopes are
+    handled: everything up to ``queued_done`` went through the queue, and the seqs in
+    ``running`` still have a concurrent handler at work."""
+
+    def __init__(self, tasks: asyncio.TaskGroup, handled: int) -> None:
+        self._tasks = tasks
+        self._slots = asyncio.Semaphore(CONCURRENT_LIMIT)
+        self._running: collections.Counter[int] = collections.Counter()
+        self._started: set[asyncio.Task[None]] = set()
+        self.queued_done = handled
+        self.open = asyncio.Event()  # set once the conversation's own handlers ran
+        self.on_progress: Callable[[], None] = lambda: None
+
+    def handled(self) -> int:
+        if not self._running:
+            return self.queued_done
+        return min(self.queued_done, min(self._running) - 1)
+
+    async def start(self, seq: int, handling: Awaitable[None]) -> None:
+        """Run ``handling`` for envelope ``seq`` beside the queue (after waiting for a
+        free slot); the envelope counts as handled once it returns."""
+        await self._slots.acquire()
+        self._running[seq] += 1
+        task = self._tasks.create_task(self._run(seq, handling))
+        self._started.add(task)
+        task.add_done_callback(self._started.discard)
+
+    async def _run(self, seq: int, handling: Awaitable[None]) -> None:
+        finished = False
+        try:
+            await self.open.wait()
+            await handling
+            finished = True
+        except AgentClosed:
+            pass  # the agent stopped: the envelope stays unhandled, replayed next run
+        finally:
+            self._slots.release()
+            if finished:
+                self._running[seq] -= 1
+                if not self._running[seq]:
+                    del self._running[seq]
+                self.on_progress()
+
+    def cancel(self) -> None:
+        for task in list(self._started):
+            task.cancel()
 
 
 class _History:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from lineup.protocol import InteractionDismissEnvelope, ToolCallEnvelope, payloads
+from lineup.protocol import InteractionDismissEnvelope, Target, ToolCallEnvelope, payloads
 from lineup.protocol import interactions as ix
 from lineup.protocol.errors import ErrorCode
 from lineup.protocol.payloads import AppSessionContext, ToolResult
@@ -83,10 +83,14 @@ class Asking:
         checked: dict[str, Any],
         call_id: str | None,
         app_session_id: str | None,
+        *,
+        instance_id: str | None = None,
     ) -> ToolResult:
-        """Send one interactive ``tool.call`` (arguments checked first: ``ValueError``,
-        nothing sent) and return its single result; retried once, under a derived call
-        id, when the Runtime's inventory moved on meanwhile."""
+        """Send one ``tool.call`` (arguments checked first: ``ValueError``, nothing
+        sent), bound to ``instance_id`` when given (``target.instance_id``), and return
+        its single result; retried once, under a derived call id, when the Runtime's
+        inventory moved on meanwhile."""
+        target = None if instance_id is None else Target(instance_id=instance_id)
         context = None
         if app_session_id is not None:
             check_id(app_session_id, "app_session_id")
@@ -97,7 +101,7 @@ class Asking:
         else:
             check_id(call_id, "call_id")
         revision = (await self._inbox.latest_inventory()).revision
-        result, sent_before = await self._call(tool, checked, call_id, revision, context)
+        result, sent_before = await self._call(tool, checked, call_id, revision, context, target)
         if result.status == "rejected" and _code(result) == ErrorCode.INVENTORY_REVISION_MISMATCH:
             inventory = self._inbox.inventory
             current = inventory.revision if inventory is not None else revision
@@ -106,7 +110,7 @@ class Asking:
             # whose revision we do not know).
             if current != revision or sent_before:
                 retry_id = retry_call_id(conversation_id, call_id)
-                result, _ = await self._call(tool, checked, retry_id, current, context)
+                result, _ = await self._call(tool, checked, retry_id, current, context, target)
         return result
 
     async def _call(
@@ -116,6 +120,7 @@ class Asking:
         call_id: str,
         revision: str,
         context: AppSessionContext | None,
+        target: Target | None,
     ) -> tuple[ToolResult, bool]:
         """Send one ``tool.call`` and wait for its result; also say whether the call was
         already stored (a replayed handler asking again)."""
@@ -133,7 +138,7 @@ class Asking:
         )
         conversation = self._conversation
         envelope_id = call_envelope_id(conversation.id, call_id)
-        envelope = conversation._make(ToolCallEnvelope, "call", payload, envelope_id)
+        envelope = conversation._make(ToolCallEnvelope, "call", payload, envelope_id, target)
         try:
             sent_before = await conversation._send_call(envelope, waiter.done)
         except SendRejected:

@@ -21,6 +21,7 @@ from lineup.protocol import (
     ProgressEnvelope,
     Sender,
     StatusEnvelope,
+    Target,
     UiCloseEnvelope,
     UiOpenEnvelope,
     UiPatchEnvelope,
@@ -32,17 +33,19 @@ from lineup.protocol import interactions as ix
 from lineup.protocol.errors import ErrorBody, ErrorCode, Rejection
 from lineup.protocol.payloads import AppResult, CapabilityDescriptor, ClientInventory, ToolResult
 
+from .apps import AppInstance
 from .arguments import (
     DEFAULT_CAPABILITY_EXPIRY,
     CapabilityExpiresIn,
     ExpiresIn,
     Options,
+    check_id,
     expires_in_ms,
     wire_options,
 )
 from .asking import Asking, accepted, answer_of, chosen
 from .capabilities import Capabilities
-from .errors import SendRejected, capability_error, tool_call_error
+from .errors import SendRejected, ToolCallError, capability_error, tool_call_error
 from .ids import new_envelope_id
 from .inbox import History, Inbox
 
@@ -132,6 +135,7 @@ class Conversation:
         prefix: str,
         payload: payloads.Payload,
         envelope_id: str | None,
+        target: Target | None = None,
     ) -> E:
         return kind(
             id=envelope_id or new_envelope_id(prefix),
@@ -139,6 +143,7 @@ class Conversation:
             sender=Sender(kind="agent", id=self.agent_id),
             created_at=self._clock(),
             payload=payload,
+            target=target,
         )
 
     async def send_markdown(
@@ -179,20 +184,72 @@ class Conversation:
         tool: str,
         arguments: dict[str, Any] | None = None,
         *,
+        instance_id: str | None = None,
         app_session_id: str | None = None,
         call_id: str | None = None,
     ) -> dict[str, Any]:
         """Call a MiniApp's tool that the inventory advertises (``launch``,
         ``foreground``, ``direct`` or ``operation``) and return the app's result.
-        ``app_session_id`` picks the instance (its sub-session). Raises
-        ``ToolCallError`` for any other outcome. Call ids are derived like the
-        interactions' (a replayed handler does not call twice)."""
+
+        ``instance_id`` (the envelope's ``target.instance_id``) or ``app_session_id``
+        (the instance's sub-session) binds the call to one instance: it runs there or
+        is refused (``app_instance_not_found``), never on another. Without either it
+        goes to the one instance of the app open in this conversation
+        (``app_instance_ambiguous`` when there are several); ``open_app`` and
+        ``AppInstance.call`` make the bound form the easy one. Raises
+        ``ToolCallError`` for any outcome but ``completed``. Call ids are derived
+        like the interactions' (a replayed handler does not call twice)."""
+        result = await self._call_tool(tool, arguments, instance_id, app_session_id, call_id)
+        return dict(result.result or {})
+
+    async def open_app(
+        self,
+        tool: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        app_session_id: str | None = None,
+        call_id: str | None = None,
+    ) -> AppInstance:
+        """Call a ``launch`` tool (a new instance) or a ``foreground`` one (the app's
+        open instance, or a new one when none is open) and return a handle on the
+        instance that ran it, whose ``call`` names it in every follow-up. Raises
+        ``ToolCallError`` like ``call_tool``."""
+        result = await self._call_tool(tool, arguments, None, app_session_id, call_id)
+        instance_id = self._inbox.call_instances.get(result.call_id)
+        if instance_id is None:  # a Runtime that does not say where a call ran
+            raise ToolCallError(
+                result.call_id,
+                ErrorCode.APP_INSTANCE_NOT_FOUND.value,
+                "the result names no app instance",
+                status=result.status,
+                result=result,
+            )
+        return AppInstance(self, instance_id, dict(result.result or {}))
+
+    def app(self, instance_id: str) -> AppInstance:
+        """A handle on an instance known by its id (a ``ui.event``'s
+        ``instance_id``, an ``app_session.opened``), to call it bound."""
+        check_id(instance_id, "instance_id")
+        return AppInstance(self, instance_id)
+
+    async def _call_tool(
+        self,
+        tool: str,
+        arguments: dict[str, Any] | None,
+        instance_id: str | None,
+        app_session_id: str | None,
+        call_id: str | None,
+    ) -> ToolResult:
         if not isinstance(arguments, dict | None):
             raise TypeError("arguments must be a dict")
-        result = await self._asking.call(tool, dict(arguments or {}), call_id, app_session_id)
+        if instance_id is not None:
+            check_id(instance_id, "instance_id")
+        result = await self._asking.call(
+            tool, dict(arguments or {}), call_id, app_session_id, instance_id=instance_id
+        )
         if result.status != "completed":
             raise tool_call_error(result)
-        return dict(result.result or {})
+        return result
 
     def app_session_id(self, instance_id: str) -> str | None:
         """The sub-session of an app instance the Runtime opened here (from

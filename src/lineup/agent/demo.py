@@ -1,14 +1,21 @@
-"""The scripted demo agent used by ``lineup demo``: no model, just manners."""
+"""The scripted demo agent used by ``lineup demo``: no model, just manners.
+
+Its handlers run ``concurrent=True``: a question or a game waiting for the person
+does not hold up the conversation, so chat, the Focus Timer's ``done`` and the
+Whiteboard's strokes are answered at once. Every follow-up call names the app
+instance it means (``open_app`` and ``AppInstance.call``): a call for a board that
+was closed is refused, never carried out on another board."""
 
 from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
 
-from lineup.protocol import Envelope, MessageEnvelope, UiEventEnvelope
+from lineup.protocol import Envelope, ErrorCode, MessageEnvelope, UiEventEnvelope
 from lineup.protocol.fields import MAX_TEXT_CHARS
 
 from .agent import Agent
+from .apps import AppInstance
 from .conversation import Conversation
 from .errors import CapabilityError, Dismissed, Expired, InteractionError, ToolCallError
 
@@ -32,8 +39,8 @@ HELP = """I am the LineUp demo agent. I understand:
 - `/tour`: a guided tour of all of it
 - anything else: I say it back to you
 
-Questions wait for you for 5 minutes; I read your other messages once you have
-answered. Messages, order and delivery are real: stop me, restart me, reload the
+Questions wait for you for 5 minutes; meanwhile I keep answering your other
+messages. Messages, order and delivery are real: stop me, restart me, reload the
 page or restart the client, and nothing is lost or repeated."""
 
 WAIT = timedelta(minutes=5)
@@ -59,7 +66,7 @@ def build_demo_agent(agent: Agent) -> Agent:
             envelope_id=f"welcome.{conversation.id}"[:128],
         )
 
-    @agent.on_message
+    @agent.on_message(concurrent=True)
     async def answer(conversation: Conversation, message: MessageEnvelope) -> None:
         text = message.payload.text.strip()
         command, _, rest = text.partition(" ")
@@ -79,27 +86,60 @@ def build_demo_agent(agent: Agent) -> Agent:
         except CapabilityError as exc:
             reply = f"That did not happen (`{exc.code}`)."
         except ToolCallError as exc:
-            reply = f"The app could not do that (`{exc.code}`)."
+            reply = _tool_failure(exc)
         if reply is None:
             echoed = message.payload.text[: MAX_TEXT_CHARS - 16]
             reply = f"You said: {echoed}"
         await conversation.send_markdown(reply, reply_to=message.id, envelope_id=reply_id)
 
-    @agent.on_event("lineup.v1.ui.event")
+    @agent.on_event("lineup.v1.ui.event", concurrent=True)
     async def surface_event(conversation: Conversation, envelope: Envelope) -> None:
         if not isinstance(envelope, UiEventEnvelope):
             return
-        event = envelope.payload
-        if event.event != "done" or not event.instance_id.startswith(TIMER_PREFIX):
-            return
-        minutes = event.data.get("minutes")
-        if isinstance(minutes, int) and not isinstance(minutes, bool) and minutes > 0:
-            text = f"Focus session done — {minutes} minute{'' if minutes == 1 else 's'}."
-        else:
-            text = "Focus session done."
-        await conversation.send_markdown(text, envelope_id=f"reply.{envelope.id}"[:128])
+        text = _event_reply(envelope)
+        if text is not None:
+            await conversation.send_markdown(text, envelope_id=f"reply.{envelope.id}"[:128])
 
     return agent
+
+
+def _event_reply(envelope: UiEventEnvelope) -> str | None:
+    """The reply to what the person did in a surface: the timer's ``done``, the
+    Whiteboard's "Send to agent" (its ``snapshot``; Draw & Guess's snapshots carry
+    a ``round_id`` and are read by the game itself)."""
+    event = envelope.payload
+    if event.event == "done" and event.instance_id.startswith(TIMER_PREFIX):
+        minutes = _count(event.data.get("minutes"))
+        if minutes:
+            return f"Focus session done — {minutes} minute{'' if minutes == 1 else 's'}."
+        return "Focus session done."
+    if event.event == "snapshot" and "round_id" not in event.data:
+        strokes = event.data.get("strokes")
+        total = _count(event.data.get("total"))
+        if total is None:
+            total = len(strokes) if isinstance(strokes, list) else 0
+        if not total:
+            return "I got your Whiteboard, but it is empty. Draw something and send it again."
+        return (
+            f"I got {total} stroke{'' if total == 1 else 's'} from the Whiteboard. "
+            "Thanks: keep drawing, or use Export to save it as a file."
+        )
+    return None
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _tool_failure(exc: ToolCallError) -> str:
+    if exc.code == ErrorCode.APP_INSTANCE_AMBIGUOUS:
+        return (
+            "More than one of those apps is open here, so I did not guess which one you "
+            "meant. Close the ones you do not need and ask again."
+        )
+    if exc.code == ErrorCode.APP_INSTANCE_NOT_FOUND:
+        return "That app is not open any more, so I left it alone."
+    return f"The app could not do that (`{exc.code}`)."
 
 
 async def _command(conversation: Conversation, command: str, rest: str) -> str | None:
@@ -258,54 +298,63 @@ async def _miniapp(conversation: Conversation, command: str, rest: str = "") -> 
     if command == "/game" and rest == "b":
         return await _round_b(conversation)
     if command == "/dashboard":
-        opened = await conversation.call_tool("task-dashboard.open")
+        board = await conversation.open_app("task-dashboard.open")
         for title in ("Read the report", "Book the meeting room", "Reply to Sam"):
-            await conversation.call_tool("task-dashboard.add_task", {"title": title})
-        listed = await conversation.call_tool("task-dashboard.list_tasks")
+            await board.call("task-dashboard.add_task", {"title": title})
+        listed = await board.call("task-dashboard.list_tasks")
         return (
-            f"I opened the Task Dashboard ({opened['tasks']} tasks were there) and it now "
+            f"I opened the Task Dashboard ({board.result['tasks']} tasks were there) and it now "
             f"holds {len(listed['tasks'])}. Move them around: I can read the board."
         )
     if command == "/whiteboard":
-        await conversation.call_tool("whiteboard.open")
-        strokes = [
-            {"kind": "rect", "points": [[60, 60], [260, 180]], "color": "#3358d4", "width": 4},
-            {
-                "kind": "text",
-                "points": [[80, 130]],
-                "color": "#1d2330",
-                "width": 2,
-                "text": "Hello from the agent",
-            },
-        ]
-        added = await conversation.call_tool("whiteboard.draw", {"strokes": strokes})
-        return (
-            f"I drew {added['added']} shapes on the Whiteboard. Draw with me, then use "
-            "Export to save it as a file."
-        )
+        return (await _whiteboard(conversation))[1]
     if command == "/game":
-        round_ = await conversation.call_tool(
-            "draw-guess.start_round_a", {"word_length": 3, "hint": "It is hot.", "seconds": 120}
-        )
-        round_id = round_["round_id"]
-        for points in SUN:
-            await conversation.call_tool(
-                "draw-guess.draw", {"round_id": round_id, "strokes": [{"points": points}]}
-            )
-        for _ in range(5):
-            guess = await conversation.call_tool("draw-guess.next_guess", {"round_id": round_id})
-            if guess.get("guess") is None:
-                break  # the round ended (time ran out)
-            correct = str(guess["guess"]).strip().lower() == "sun"
-            await conversation.call_tool(
-                "draw-guess.judge",
-                {"round_id": round_id, "correct": correct, "hint": "Look up at noon."},
-            )
-            if correct:
-                return "You got it: a sun!"
-        await conversation.call_tool("draw-guess.end_round", {"round_id": round_id, "word": "sun"})
-        return "It was a sun. Another round? Type `/game`."
+        return await _round_a(conversation)
     return None
+
+
+async def _whiteboard(conversation: Conversation) -> tuple[AppInstance, str]:
+    """Open a Whiteboard and draw on it; the board and the reply."""
+    board = await conversation.open_app("whiteboard.open")
+    strokes = [
+        {"kind": "rect", "points": [[60, 60], [260, 180]], "color": "#3358d4", "width": 4},
+        {
+            "kind": "text",
+            "points": [[80, 130]],
+            "color": "#1d2330",
+            "width": 2,
+            "text": "Hello from the agent",
+        },
+    ]
+    added = await board.call("whiteboard.draw", {"strokes": strokes})
+    return board, (
+        f"I drew {added['added']} shapes on the Whiteboard. Draw with me, press Send to show "
+        "me your strokes, or use Export to save it as a file."
+    )
+
+
+async def _round_a(conversation: Conversation) -> str:
+    """Round A: the demo agent draws a sun, the person guesses (the game waits for
+    each guess; the other handlers keep answering meanwhile)."""
+    game = await conversation.open_app(
+        "draw-guess.start_round_a", {"word_length": 3, "hint": "It is hot.", "seconds": 120}
+    )
+    round_id = game.result["round_id"]
+    for points in SUN:
+        await game.call("draw-guess.draw", {"round_id": round_id, "strokes": [{"points": points}]})
+    for _ in range(5):
+        guess = await game.call("draw-guess.next_guess", {"round_id": round_id})
+        if guess.get("guess") is None:
+            break  # the round ended (time ran out)
+        correct = str(guess["guess"]).strip().lower() == "sun"
+        await game.call(
+            "draw-guess.judge",
+            {"round_id": round_id, "correct": correct, "hint": "Look up at noon."},
+        )
+        if correct:
+            return "You got it: a sun!"
+    await game.call("draw-guess.end_round", {"round_id": round_id, "word": "sun"})
+    return "It was a sun. Another round? Type `/game`."
 
 
 async def _round_b(conversation: Conversation) -> str:
@@ -313,22 +362,19 @@ async def _round_b(conversation: Conversation) -> str:
     and guesses with the small matcher (a real agent would use its own model)."""
     from lineup.miniapps.draw_guess_matcher import guess_word
 
-    round_id = (
-        await conversation.call_tool("draw-guess.start_round_b", {"word": "sun", "seconds": 120})
-    )["round_id"]
+    game = await conversation.open_app("draw-guess.start_round_b", {"word": "sun", "seconds": 120})
+    round_id = game.result["round_id"]
     tried: set[str] = set()
     for _ in range(60):
         await asyncio.sleep(2)
-        pulled = await conversation.call_tool("draw-guess.strokes", {"round_id": round_id})
+        pulled = await game.call("draw-guess.strokes", {"round_id": round_id})
         if pulled.get("ended"):
             break
         word = guess_word(pulled["strokes"])
         if word is None or word in tried:
             continue
         tried.add(word)
-        verdict = await conversation.call_tool(
-            "draw-guess.guess", {"round_id": round_id, "guess": word}
-        )
+        verdict = await game.call("draw-guess.guess", {"round_id": round_id, "guess": word})
         if verdict["correct"]:
             return f"I guessed it: **{word}**!"
     return "I could not guess that one. Another round? Type `/game b`."
@@ -338,28 +384,33 @@ async def _tour(conversation: Conversation) -> str:
     """Everything once: the dashboard through its tools, a question over it, the
     whiteboard and its export (the consent dialog), and a round of the game."""
     await conversation.send_markdown("Welcome to the tour! First, your **Task Dashboard**.")
-    opened = await conversation.call_tool("task-dashboard.open")
+    board = await conversation.open_app("task-dashboard.open")
     for title in ("Try the whiteboard", "Play a round of Draw & Guess"):
-        await conversation.call_tool("task-dashboard.add_task", {"title": title})
-    session = conversation.app_session_id(opened["instance_id"])
+        await board.call("task-dashboard.add_task", {"title": title})
     keep = await conversation.ask_confirm(
         "This question shows over the app in front. Keep these tasks?",
         confirm_label="Keep them",
         cancel_label="Clear them",
-        app_session_id=session,
+        app_session_id=board.app_session_id,
         expires_in=WAIT,
     )
     if not keep:
-        listed = await conversation.call_tool("task-dashboard.list_tasks")
-        for task in listed["tasks"]:
-            await conversation.call_tool("task-dashboard.complete_task", {"id": task["id"]})
+        try:
+            listed = await board.call("task-dashboard.list_tasks")
+            for task in listed["tasks"]:
+                await board.call("task-dashboard.complete_task", {"id": task["id"]})
+        except ToolCallError as exc:
+            if exc.code != ErrorCode.APP_INSTANCE_NOT_FOUND:
+                raise
+            # Closed before the answer came: its tasks stay, and no other board's move.
+            await conversation.send_markdown("You closed that dashboard, so I left it alone.")
     await conversation.send_markdown("Next, the **Whiteboard**: I draw, you may save it.")
-    await _miniapp(conversation, "/whiteboard")
+    whiteboard, _ = await _whiteboard(conversation)
     try:
-        saved = await conversation.call_tool("whiteboard.export", {"format": "svg"})
+        saved = await whiteboard.call("whiteboard.export", {"format": "svg"})
         await conversation.send_markdown(f"Saved **{saved['name']}** ({saved['size']} bytes).")
     except ToolCallError as exc:
         await conversation.send_markdown(f"No file this time (`{exc.code}`).")
     await conversation.send_markdown("Last, **Draw & Guess**: guess what I draw.")
-    game = await _miniapp(conversation, "/game")
+    game = await _round_a(conversation)
     return f"{game} That was the tour. `/help` lists everything."

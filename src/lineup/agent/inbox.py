@@ -117,6 +117,9 @@ class Inbox:
         self._refusals: dict[str, asyncio.Future[payloads.Error]] = {}
         self.app_sessions: dict[str, str] = {}
         """App instance id -> its sub-session id, from ``app_session.opened``."""
+        self.call_instances: dict[str, str] = {}
+        """Tool call id -> the app instance that ran it (a ``tool.result``'s
+        ``target.instance_id``)."""
         self._closed = False
 
     # --- what callers read and wait for -----------------------------------------------------
@@ -174,7 +177,7 @@ class Inbox:
     def observe(self, seq: int, envelope: Envelope) -> None:
         """Take note of an envelope from the user's side, the moment it arrives."""
         if isinstance(envelope, ToolResultEnvelope):
-            self.tool_results.deliver(envelope.payload)
+            self._tool_result(envelope)
         elif isinstance(envelope, AppResultEnvelope):
             self.app_results.deliver(envelope.payload)
         elif isinstance(envelope, ClientInventoryEnvelope):
@@ -185,9 +188,9 @@ class Inbox:
                 if future is not None and not future.done():
                     future.set_result(envelope.payload)
         elif isinstance(envelope, AppSessionOpenedEnvelope):
-            self.app_sessions[envelope.payload.instance_id] = envelope.payload.app_session_id
-            while len(self.app_sessions) > RESULTS_KEPT:
-                self.app_sessions.pop(next(iter(self.app_sessions)))
+            _remember(
+                self.app_sessions, envelope.payload.instance_id, envelope.payload.app_session_id
+            )
         elif isinstance(envelope, ErrorEnvelope) and envelope.payload.ref_id is not None:
             refused = self._refusals.get(envelope.payload.ref_id)
             if refused is not None and not refused.done():
@@ -229,13 +232,19 @@ class Inbox:
                 # ones out of memory.
                 if isinstance(envelope, ToolResultEnvelope):
                     if self.tool_results.awaited(envelope.payload.call_id):
-                        self.tool_results.deliver(envelope.payload)
+                        self._tool_result(envelope)
                 elif isinstance(envelope, AppResultEnvelope):
                     if self.app_results.awaited(envelope.payload.call_id):
                         self.app_results.deliver(envelope.payload)
                 else:
                     self.observe(seq, envelope)
             since = page[-1][0]
+
+    def _tool_result(self, envelope: ToolResultEnvelope) -> None:
+        """Note where the call ran before waking whoever waits for its result."""
+        if envelope.target is not None and envelope.target.instance_id is not None:
+            _remember(self.call_instances, envelope.payload.call_id, envelope.target.instance_id)
+        self.tool_results.deliver(envelope.payload)
 
     # --- futures ------------------------------------------------------------------------------
 
@@ -256,3 +265,10 @@ class Inbox:
             if self._inventory is not None:
                 self._inventory_future.set_result(self._inventory)
         return self._inventory_future
+
+
+def _remember(table: dict[str, str], key: str, value: str) -> None:
+    """Keep the newest ``RESULTS_KEPT`` entries (oldest noted first out)."""
+    table[key] = value
+    while len(table) > RESULTS_KEPT:
+        table.pop(next(iter(table)))

@@ -28,6 +28,7 @@ class ErrorCode(StrEnum):
     TOOL_OUTPUT_INVALID = "tool_output_invalid"
     APP_DISABLED = "app_disabled"
     APP_INSTANCE_NOT_FOUND = "app_instance_not_found"
+    APP_INSTANCE_AMBIGUOUS = "app_instance_ambiguous"
     APP_SCOPE_MISMATCH = "app_scope_mismatch"
     LIFECYCLE_DENIED = "lifecycle_denied"
     CAPABILITY_DENIED = "capability_denied"

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from lineup.protocol import Envelope, Rejection, Sender, decode, encode
+from lineup.protocol import Envelope, Rejection, Sender, Target, decode, encode
 
 from .events import TimelineChanged
 from .records import (
@@ -164,15 +164,20 @@ def queue_from_runtime(
     conversation_id: str,
     payload: Any,
     now: str,
+    *,
+    target: Target | None = None,
 ) -> OutboxItem:
     """Queue an envelope the Runtime sends for its user (``sender.kind`` ``runtime``),
-    checked by the decoder first: never queue what the AppServer would refuse."""
+    checked by the decoder first: never queue what the AppServer would refuse.
+    ``target`` names the app instance the envelope is about (a ``tool.result`` of an
+    app's tool names the instance that ran the call)."""
     envelope = kind(
         id=envelope_id,
         conversation_id=conversation_id,
         sender=Sender(kind="runtime", id=runtime_sender_id(txn)),
         created_at=datetime.fromisoformat(now),
         payload=payload,
+        target=target,
     )
     body = encode(envelope)
     checked = decode(body)

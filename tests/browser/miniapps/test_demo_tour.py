@@ -84,3 +84,33 @@ async def test_the_guided_tour(
         await expect(agent_rows.filter(has_text="You got it")).to_have_count(1)
         await screenshot("tour-done")
     page_watch.assert_clean()
+
+
+async def test_the_demo_agent_answers_the_whiteboard_s_send_while_a_question_waits(
+    page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
+) -> None:
+    await install_bundled(client.runtime)
+    async with running_agent(client, build_demo_agent):
+        await log_in(page, client)
+        agent_rows = page.locator(".item.from-agent")
+        await page.fill("#input", "/whiteboard")
+        await page.keyboard.press("Enter")
+        await expect(agent_rows.filter(has_text="on the Whiteboard")).to_have_count(
+            1, timeout=30_000
+        )
+        # A question waits in the chat (its handler waits for the answer)...
+        await page.get_by_role("button", name="Back to chat", exact=False).click()
+        await page.fill("#input", "/confirm")
+        await page.keyboard.press("Enter")
+        question = page.locator(".item.interaction").filter(has_text="Delete the scratch notes")
+        await expect(question).to_have_attribute("data-interaction-state", "pending")
+        # ...and the person sends the drawing from the Whiteboard: the agent answers.
+        await page.locator(".dock-item .dock-front").first.click()
+        frame = page.frame_locator("#app-area-frame iframe.app-frame:not([hidden])")
+        await frame.get_by_role("button", name="Send to agent").click()
+        await expect(
+            agent_rows.filter(has_text="I got 2 strokes from the Whiteboard")
+        ).to_have_count(1, timeout=30_000)
+        await expect(question).to_have_attribute("data-interaction-state", "pending")
+        await screenshot("demo-whiteboard-send-answered")
+    page_watch.assert_clean()

@@ -38,6 +38,7 @@ MANIFEST = Path(__file__).parents[2] / "formats" / "manifests" / "valid" / "test
 APP_ID = "dev.lineup.test-app"
 SCOPE = "test-app"
 C1 = Conversation("conv-1", "agent-1")
+C2 = Conversation("conv-2", "agent-1")
 SCOPES = frozenset({"chat", SCOPE})
 
 
@@ -444,6 +445,143 @@ async def test_a_refused_open_rejects_the_call(h: RouterHarness) -> None:
     await h.call("c1", "test-app.open")
     assert rejected_code(h, "c1") == ErrorCode.LIFECYCLE_DENIED
     assert h.dump("tool_calls")["tool_calls"] == []
+
+
+# --- how a call finds its instance: never a sibling -----------------------------------------
+
+
+def message_of(h: RouterHarness, call_id: str) -> str:
+    (result,) = h.results_for(call_id)
+    return str(result["error"]["message"])
+
+
+async def calls_of(h: RouterHarness, instance_id: str) -> list[str]:
+    rows = h.dump("tool_calls")["tool_calls"]
+    return [r[1] for r in rows if instance_id in r]
+
+
+async def two_open(h: RouterHarness) -> tuple[str, str]:
+    await h.install()
+    return await launched(h, "open-a"), await launched(h, "open-b")
+
+
+async def test_a_call_bound_to_a_closed_instance_is_refused_while_a_sibling_is_live(
+    h: RouterHarness,
+) -> None:
+    a, b = await two_open(h)
+    a_session = await h.k.app_session_id(a)
+    assert (await h.k.request_close(a)).accepted
+    assert (await h.k.closed(a)).accepted
+    assert h.k.instances().focus == b  # the sibling is in front, and takes nothing
+    b_before = h.k.record(b)
+    b_calls = await calls_of(h, b)
+
+    await h.call("by-target", "test-app.echo", {"text": "x"}, target={"instance_id": a})
+    await h.call("by-session", "test-app.slow", {"steps": 1}, app_session_id=a_session)
+    await h.call("shown", "test-app.show", target={"instance_id": a})
+    for call_id in ("by-target", "by-session", "shown"):
+        assert rejected_code(h, call_id) == ErrorCode.APP_INSTANCE_NOT_FOUND
+        assert message_of(h, call_id) == "the instance is closed"
+        assert await h.stored_call(call_id) is None
+    assert await calls_of(h, b) == b_calls
+    assert h.k.record(b) == b_before
+    assert h.k.instances().focus == b
+    assert len(h.k.instances().live()) == 1  # "shown" opened nothing either
+    spent = {row[1] for row in h.dump("refused_calls")["refused_calls"]}
+    assert spent == {"by-target", "by-session", "shown"}
+
+
+async def test_a_bound_call_says_what_became_of_its_instance(h: RouterHarness) -> None:
+    a, b = await two_open(h)
+    assert (await h.k.request_close(a)).accepted  # stopping: its close is under way
+    await h.call("stopping", "test-app.echo", {"text": "x"}, target={"instance_id": a})
+    assert rejected_code(h, "stopping") == ErrorCode.APP_INSTANCE_NOT_FOUND
+    assert "stopping" in message_of(h, "stopping")
+    assert (await h.k.fail(b, error="renderer_crashed")).accepted
+    await h.call("failed", "test-app.echo", {"text": "x"}, target={"instance_id": b})
+    assert message_of(h, "failed") == "the instance failed"
+    gone = "test-app.0000000000000000"
+    await h.call("unknown", "test-app.echo", {"text": "x"}, target={"instance_id": gone})
+    assert rejected_code(h, "unknown") == ErrorCode.APP_INSTANCE_NOT_FOUND
+    assert message_of(h, "unknown").startswith("no such instance")
+
+
+async def test_a_call_bound_to_another_conversation_s_instance_is_refused(
+    h: RouterHarness,
+) -> None:
+    await h.install()
+    await h.db.upsert_conversation(C2.id, C2.agent_id, "")
+    theirs = "test-app.00000000000000c2"
+    op = Op(Action.OPEN, theirs, app_scope=SCOPE, conversation_id=C2.id)
+    assert (await h.k.apply(op)).refusal is None
+    assert (await h.r.app_started(theirs)).accepted
+    await h.call("c1", "test-app.echo", {"text": "x"}, target={"instance_id": theirs})
+    assert rejected_code(h, "c1") == ErrorCode.APP_INSTANCE_NOT_FOUND
+    assert message_of(h, "c1") == "the instance is not of this conversation"
+    # Nor does an unbound call of this conversation find it.
+    await h.call("c2", "test-app.echo", {"text": "x"})
+    assert rejected_code(h, "c2") == ErrorCode.APP_INSTANCE_NOT_FOUND
+    assert await calls_of(h, theirs) == []
+
+
+async def test_an_unbound_call_with_two_instances_open_is_ambiguous(h: RouterHarness) -> None:
+    a, b = await two_open(h)
+    before = h.dump("tool_calls", "app_instances", "app_focus")
+    for call_id, tool, arguments in (
+        ("echo", "test-app.echo", {"text": "x"}),
+        ("slow", "test-app.slow", {"steps": 1}),
+        ("show", "test-app.show", {}),  # foreground: says which, rather than open a third
+    ):
+        await h.call(call_id, tool, arguments)
+        assert rejected_code(h, call_id) == ErrorCode.APP_INSTANCE_AMBIGUOUS
+        assert message_of(h, call_id).startswith("2 instances of the app are open here")
+    assert h.dump("tool_calls", "app_instances", "app_focus") == before
+    assert sorted(r.instance_id for r in h.k.instances().live()) == sorted([a, b])
+    # Named, each goes where it says, whichever holds focus.
+    assert h.k.instances().focus == b
+    await h.call("to-a", "test-app.echo", {"text": "x"}, target={"instance_id": a})
+    call = await h.stored_call("to-a")
+    assert call is not None
+    assert (call.instance_id, call.state) == (a, State.RUNNING)
+
+
+async def test_an_unbound_call_goes_to_the_one_open_instance(h: RouterHarness) -> None:
+    a, b = await two_open(h)
+    assert (await h.k.request_close(b)).accepted
+    assert (await h.k.closed(b)).accepted
+    assert (await h.k.request_background(a)).accepted  # out of focus: still the one
+    assert h.k.instances().focus is None
+    await h.call("c1", "test-app.echo", {"text": "hi"})
+    call = await h.stored_call("c1")
+    assert call is not None
+    assert (call.instance_id, call.state) == (a, State.RUNNING)
+
+
+async def test_foreground_bound_brings_that_instance_forward(h: RouterHarness) -> None:
+    a, b = await two_open(h)
+    assert h.k.instances().focus == b
+    await h.call("show-a", "test-app.show", target={"instance_id": a})
+    call = await h.stored_call("show-a")
+    assert call is not None
+    assert call.instance_id == a
+    assert h.k.instances().foreground == a
+    assert len(h.k.instances().live()) == 2
+
+
+async def test_every_result_names_the_instance_that_ran_the_call(h: RouterHarness) -> None:
+    a, b = await two_open(h)
+    await h.call("echo", "test-app.echo", {"text": "hi"}, target={"instance_id": a})
+    assert (await h.r.app_complete(a, "echo", {"text": "hi"})).accepted
+    assert (await h.r.app_complete(b, "open-b", {"instance_id": b})).accepted
+    await h.call("refused", "test-app.echo", {"text": "x"})  # ambiguous: it ran nowhere
+    targets = {
+        q.payload["call_id"]: q.target for q in h.results() if q.type == "lineup.v1.tool.result"
+    }
+    assert targets == {
+        "echo": {"instance_id": a},
+        "open-b": {"instance_id": b},
+        "refused": None,
+    }
 
 
 # --- end to end ---------------------------------------------------------------------------

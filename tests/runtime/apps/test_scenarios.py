@@ -25,8 +25,17 @@ from tests.support.appserver import AppServerProcess
 from tests.support.interactions import results
 
 
-async def call(pair: Pair, runtime: Runtime, call_id: str, tool: str, **payload: Any) -> None:
-    """The agent posts one ``tool.call`` citing the current inventory."""
+async def call(
+    pair: Pair,
+    runtime: Runtime,
+    call_id: str,
+    tool: str,
+    *,
+    instance_id: str | None = None,
+    **payload: Any,
+) -> None:
+    """The agent posts one ``tool.call`` citing the current inventory (bound to
+    ``instance_id`` when given: ``target.instance_id``)."""
     body = pair.agent.envelope(
         pair.conversation_id,
         kind="lineup.v1.tool.call",
@@ -38,6 +47,8 @@ async def call(pair: Pair, runtime: Runtime, call_id: str, tool: str, **payload:
             **payload,
         },
     )
+    if instance_id is not None:
+        body["target"] = {"instance_id": instance_id}
     assert (await pair.agent.post(pair.conversation_id, body)).status_code == 201
 
 
@@ -101,9 +112,12 @@ async def test_tools_launch_switch_answer_fail_refocus_and_survive_a_restart(
         assert (await runtime.apps.request_foreground(b)).accepted
         assert runtime.apps.instances().foreground == b
 
-        # Work for the app in front (b): one answered, one still running when b fails.
-        await call(pair, runtime, "echo-1", "test-app.echo", arguments={"text": "hi"})
-        await call(pair, runtime, "slow-1", "test-app.slow", arguments={"steps": 3})
+        # Work for b, which the calls name (two are open, so an unnamed call would be
+        # refused): one answered, one still running when b fails.
+        await call(
+            pair, runtime, "echo-1", "test-app.echo", instance_id=b, arguments={"text": "hi"}
+        )
+        await call(pair, runtime, "slow-1", "test-app.slow", instance_id=b, arguments={"steps": 3})
 
         async def bound_running() -> bool:
             calls = await runtime.store.db.read(
@@ -127,7 +141,8 @@ async def test_tools_launch_switch_answer_fail_refocus_and_survive_a_restart(
         [failed] = result_of(got, "slow-1")
         assert (failed["status"], failed["error"]["code"]) == ("cancelled", "app_failed")
 
-        # Another call to a, then an accepted close: exactly one app_closed cancel.
+        # Another call, naming no instance: a is the only one open, so it goes there.
+        # Then an accepted close: exactly one app_closed cancel.
         await call(pair, runtime, "slow-2", "test-app.slow", arguments={"steps": 1})
 
         async def slow2_running() -> bool:

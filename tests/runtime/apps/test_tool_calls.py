@@ -180,6 +180,7 @@ def test_the_state_sets() -> None:
         "tool_input_invalid",
         "app_disabled",
         "app_instance_not_found",
+        "app_instance_ambiguous",
         "app_scope_mismatch",
         "lifecycle_denied",
         "capability_denied",

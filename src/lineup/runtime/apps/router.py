@@ -22,14 +22,26 @@ all granted is ``capability_denied``: the agent learns why (neither was advertis
 A tool no app declares is ``tool_not_advertised``. Disabling an app also closes its live
 instances (``AppRegistry.disable``), so no call finds one.
 
+How a call finds its instance (docs/miniapps.md, "How a tool call finds its
+instance"); focus and the stack never choose, so a call never moves to a sibling:
+
+- A call is **bound** when the envelope's ``target.instance_id`` or the
+  ``app_session_context`` (its sub-session's instance) names one instance. It goes
+  there, or is refused ``app_instance_not_found`` with a message saying what became
+  of it: closed, stopping, failed, not of this conversation, or no such instance.
+- An **unbound** call goes to the one live instance of its scope in this
+  conversation. With several it is refused ``app_instance_ambiguous``: the agent
+  must say which.
 - ``launch``: opens a new instance of the app in this conversation (in front when
-  ``target.requires_foreground``) and binds the call to it: ``waiting_for_app``
-  until the app reports it started.
-- ``foreground``: the live instance of the scope (the one ``target.instance_id`` or
-  the sub-session names, else the focused one, else the topmost), brought to the
-  front, or a new one when none was named.
-- ``direct`` / ``operation``: that live instance (brought to the front when
-  ``target.requires_foreground``), or ``app_instance_not_found``.
+  ``target.requires_foreground``; continuing the bound one, if any) and binds the
+  call to it: ``waiting_for_app`` until the app reports it started.
+- ``foreground``: the instance found as above, brought to the front; an unbound call
+  with no live instance opens one.
+- ``direct`` / ``operation``: the instance found as above (brought to the front when
+  ``target.requires_foreground``); none is ``app_instance_not_found``.
+
+Every ``tool.result`` of a stored call names its instance in the envelope's
+``target.instance_id``, so the agent learns which instance a ``launch`` opened.
 
 A live instance is one of this conversation (or of none) that is not ``stopping``.
 A bound call on a ready instance (``foreground`` / ``background``) is ``running``;
@@ -131,26 +143,46 @@ def _session_instance(
     return str(row[1])
 
 
-def _pick(
-    value: Instances, scope: str, conversation_id: str, preferred: str | None
-) -> MiniAppInstanceRecord | None:
-    """The instance a call of ``scope`` goes to: the one named, else the focused one,
-    else the topmost of the stack."""
-    usable = {
-        r.instance_id: r
+_ENDED = {
+    AppState.STOPPING: "the instance is stopping (its close is under way)",
+    AppState.STOPPED: "the instance is closed",
+    AppState.FAILED: "the instance failed",
+}
+
+
+def _bound_instance(
+    value: Instances, scope: str, conversation_id: str, instance_id: str
+) -> MiniAppInstanceRecord:
+    """The instance a bound call names, if it can take the call now; else the refusal,
+    whose message says what became of it. Never another instance."""
+    record = value.records.get(instance_id)
+    if record is None:
+        raise _Refused(ErrorCode.APP_INSTANCE_NOT_FOUND, "no such instance (or it closed long ago)")
+    if record.app_scope != scope:
+        raise _Refused(ErrorCode.APP_SCOPE_MISMATCH, "the target is another app")
+    if record.conversation_id not in (None, conversation_id):
+        raise _Refused(ErrorCode.APP_INSTANCE_NOT_FOUND, "the instance is not of this conversation")
+    if record.state not in BINDABLE:
+        raise _Refused(ErrorCode.APP_INSTANCE_NOT_FOUND, _ENDED.get(record.state, "not live"))
+    return record
+
+
+def _only_live(value: Instances, scope: str, conversation_id: str) -> MiniAppInstanceRecord | None:
+    """The one live instance of ``scope`` in this conversation, ``None`` when there is
+    none; several are ``app_instance_ambiguous``: focus and the stack never choose."""
+    usable = [
+        r
         for r in value.live()
         if r.app_scope == scope
         and r.state in BINDABLE
         and r.conversation_id in (None, conversation_id)
-    }
-    if preferred is not None:
-        return usable.get(preferred)
-    if value.focus in usable:
-        return usable[value.focus]
-    for instance_id in reversed(value.stack):
-        if instance_id in usable:
-            return usable[instance_id]
-    return None
+    ]
+    if len(usable) > 1:
+        raise _Refused(
+            ErrorCode.APP_INSTANCE_AMBIGUOUS,
+            f"{len(usable)} instances of the app are open here: name one (target.instance_id)",
+        )
+    return usable[0] if usable else None
 
 
 def route(txn: RuntimeTxn, received: Received, intent: ToolCallIntent, now: str) -> Routed | None:
@@ -194,9 +226,9 @@ def route(txn: RuntimeTxn, received: Received, intent: ToolCallIntent, now: str)
         scope = descriptor.target.app_scope
         if envelope.target is not None and envelope.target.app_scope not in (None, scope):
             raise _Refused(ErrorCode.APP_SCOPE_MISMATCH, "the target is another app")
-        preferred = None
+        bound = None
         if p.app_session_context is not None:
-            preferred = _session_instance(
+            bound = _session_instance(
                 txn, p.app_session_context.app_session_id, conversation_id, agent_id, scope
             )
         value = instance_store.load(txn)
@@ -205,23 +237,28 @@ def route(txn: RuntimeTxn, received: Received, intent: ToolCallIntent, now: str)
             target_record = value.records.get(named)
             if target_record is not None and target_record.app_scope != scope:
                 raise _Refused(ErrorCode.APP_SCOPE_MISMATCH, "the target is another app")
-            if preferred is not None and preferred != named:
+            if bound is not None and bound != named:
                 raise _Refused(ErrorCode.APP_SCOPE_MISMATCH, "the target is another instance")
-            preferred = named
+            bound = named
         front = descriptor.target.requires_foreground or descriptor.handling == "foreground"
         before = value.focus
         record = None
         if descriptor.handling != "launch":
-            record = _pick(value, scope, conversation_id, preferred)
-            if record is None and (descriptor.handling != "foreground" or preferred):
-                raise _Refused(ErrorCode.APP_INSTANCE_NOT_FOUND, "no live instance of the app")
+            if bound is not None:
+                record = _bound_instance(value, scope, conversation_id, bound)
+            else:
+                record = _only_live(value, scope, conversation_id)
+            if record is None and descriptor.handling != "foreground":
+                raise _Refused(
+                    ErrorCode.APP_INSTANCE_NOT_FOUND, "no instance of the app is open here"
+                )
         if record is None:
             opened = Op(
                 Action.OPEN,
                 f"{scope}.{uuid.uuid4().hex[:16]}",
                 app_scope=scope,
                 conversation_id=conversation_id,
-                parent_instance_id=preferred,
+                parent_instance_id=bound,
                 foreground=front,
                 actor="agent",
             )

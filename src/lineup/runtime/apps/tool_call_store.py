@@ -33,6 +33,7 @@ import msgspec
 
 from lineup.protocol import (
     ErrorCode,
+    Target,
     ToolProgressEnvelope,
     ToolResultEnvelope,
     payloads,
@@ -353,7 +354,7 @@ def _write(
                     message=(text or MESSAGES.get(error_code) or error_code)[:1024],
                 ),
             )
-        outbox = _queue_result(txn, call.conversation_id, payload, now)
+        outbox = _queue_result(txn, call.conversation_id, payload, now, call.instance_id)
     audit(
         txn,
         now,
@@ -367,12 +368,21 @@ def _write(
 
 
 def _queue_result(
-    txn: RuntimeTxn, conversation_id: str, result: payloads.ToolResult, now: str
+    txn: RuntimeTxn,
+    conversation_id: str,
+    result: payloads.ToolResult,
+    now: str,
+    instance_id: str | None,
 ) -> OutboxItem:
+    """Queue the call's one result; its ``target.instance_id`` tells the agent which
+    instance ran the call (so a ``launch`` gives the agent the instance to name)."""
     if result.error is not None and not _CODE.match(result.error.code):
         raise ValueError(f"not an error code: {result.error.code!r}")
     envelope_id = result_envelope_id(conversation_id, result.call_id)
-    return queue_from_runtime(txn, ToolResultEnvelope, envelope_id, conversation_id, result, now)
+    target = None if instance_id is None else Target(instance_id=instance_id)
+    return queue_from_runtime(
+        txn, ToolResultEnvelope, envelope_id, conversation_id, result, now, target=target
+    )
 
 
 def close_instance(

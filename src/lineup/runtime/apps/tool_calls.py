@@ -137,6 +137,7 @@ REJECT_CODES = frozenset(
         ErrorCode.TOOL_INPUT_INVALID,
         ErrorCode.APP_DISABLED,
         ErrorCode.APP_INSTANCE_NOT_FOUND,
+        ErrorCode.APP_INSTANCE_AMBIGUOUS,
         ErrorCode.APP_SCOPE_MISMATCH,
         ErrorCode.LIFECYCLE_DENIED,
         ErrorCode.CAPABILITY_DENIED,
