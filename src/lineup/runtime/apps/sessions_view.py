@@ -57,14 +57,21 @@ class AppSessionGroup:
     """The ``tool.call`` rows of the newest ``MAX_GROUP_ITEMS``, oldest first."""
     continues: str | None = None
     """The earlier sub-session this one continues ("continue" on old work)."""
+    app_name: str = ""
+    """Its instance's app display name and ordinal, as they were when it opened
+    (``MiniAppInstanceRecord.name``/``ordinal``)."""
+    ordinal: int = 1
 
 
-_COLUMNS = "id, conversation_id, app_scope, instance_id, state, opened_at, closed_at, continues"
+_COLUMNS = (
+    "id, conversation_id, app_scope, instance_id, state, opened_at, closed_at, continues,"
+    " app_name, ordinal"
+)
+
+_Row = tuple[str, str, str, str, str, str, str | None, str | None, str, int]
 
 
-def _group(
-    conn: Sql, row: tuple[str, str, str, str, str, str, str | None, str | None]
-) -> AppSessionGroup:
+def _group(conn: Sql, row: _Row) -> AppSessionGroup:
     app_session_id, conversation_id = row[0], row[1]
     anchor = conn.execute(
         "SELECT id, seq FROM timeline WHERE conversation_id = ? AND envelope_id = ?",
@@ -94,6 +101,8 @@ def _group(
         pending=int(pending),
         interactions=tuple(timeline_item(r) for r in reversed(rows)),
         continues=row[7],
+        app_name=row[8],
+        ordinal=int(row[9]),
     )
 
 
