@@ -40,6 +40,7 @@ from lineup.runtime import (
     TimelineChanged,
     ToolCallsChanged,
 )
+from lineup.runtime.apps.focus import EndAppSession, InstanceOpened
 from lineup.runtime.events import AppsChanged
 from lineup.runtime.host_sessions import SESSION_TTL
 
@@ -260,6 +261,8 @@ class WebHost:
                 )
                 # A sub-session opened or closed with its instance: its group follows.
                 groups.instances(i for e in event.effects if (i := getattr(e, "instance_id", None)))
+                if any(isinstance(e, (InstanceOpened, EndAppSession)) for e in event.effects):
+                    centre.mark()  # how many instances of an app run changed
             elif isinstance(event, ToolCallsChanged):
                 frame = channel.AppPush(instance_ids=sorted(event.instance_ids), topic=event.topic)
             elif centre.on_event(event):

@@ -617,6 +617,9 @@ class CentreAppView(msgspec.Struct, frozen=True, kw_only=True):
     """A newer version the catalog offers (never moved to by itself)."""
     unavailable: str | None
     """Why no version may run: ``version_revoked``, ``key_revoked``; else ``None``."""
+    running: int = 0
+    """Its live instances (turning it off or removing it closes them: the shell asks
+    first)."""
 
 
 class OfferView(msgspec.Struct, frozen=True, kw_only=True):
@@ -627,6 +630,9 @@ class OfferView(msgspec.Struct, frozen=True, kw_only=True):
     version: str
     publisher: PublisherView
     permissions: list[str]
+    name: str = ""
+    """The app's display name, signed in its release (empty: the release names none,
+    and the shell shows the app id)."""
 
 
 class CatalogStateView(msgspec.Struct, frozen=True, kw_only=True):
