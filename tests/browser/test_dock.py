@@ -197,7 +197,8 @@ async def test_two_instances_of_one_app_are_told_apart_by_name(
     await icon_shows(page.locator("#app-area-icon"))
     for icon in await page.locator(".dock-item .dock-icon").all():
         await icon_shows(icon)
-    await expect(page.locator(".app-area-frame iframe.app-frame:not([hidden])")).to_have_count(1)
+    shown = page.locator(".app-area-frame iframe.app-frame:not([hidden])")
+    await expect(shown).to_have_attribute("title", "App: Task Dashboard 2")  # read aloud
     await screenshot("two-dashboards")
 
     # Their groups in the IM, by the same names.
