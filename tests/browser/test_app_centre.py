@@ -2,7 +2,8 @@
 Runtime, Web Host): a publisher's signed releases reach the person, who installs,
 updates, turns off and on, and removes an app; a revocation in the catalog rolls the
 app back to the version before, and with no verified version left the row says why the
-app cannot run; a refusal shows as a toast in words.
+app cannot run; a refusal shows as a toast in words. Turning off an app whose
+instances run asks first, saying how many will close; Cancel keeps them running.
 
 "Install" installs the version the catalog row offers: the newest installable one.
 So the test publishes 1.0.0 alone first, installs it, then publishes 1.1.0 and checks
@@ -76,6 +77,9 @@ async def test_install_update_toggle_roll_back_and_remove(
     await dialog.get_by_role("button", name="Check for updates").click()
     offer = offered_row(dialog, APP_ID)
     await expect(offer).to_contain_text("1.0.0")
+    # Called by the name its publisher signed in the release; the id is a detail.
+    await expect(offer.locator(".apps-name")).to_have_text("Test App")
+    await expect(offer.locator(".apps-meta")).to_contain_text(APP_ID)
     await expect(offer.locator(".apps-badge")).to_have_text("Acme Apps")
     await expect(offer.locator(".apps-chip")).to_have_text(["Copy to clipboard"])
     await expect(dialog.locator(".apps-dev")).to_have_text(
@@ -84,7 +88,7 @@ async def test_install_update_toggle_roll_back_and_remove(
     await expect(dialog.locator(".apps-catalog-state")).to_contain_text("Catalog checked")
     await screenshot("offered")
 
-    await offer.get_by_role("button", name=f"Install {APP_ID} 1.0.0").click()
+    await offer.get_by_role("button", name="Install Test App 1.0.0").click()
     row = installed_row(dialog, APP_ID)
     await expect(row.locator(".apps-version")).to_have_text("1.0.0")
     await expect(row.locator(".apps-name")).to_have_text("Test App")
@@ -186,4 +190,59 @@ async def test_install_update_toggle_roll_back_and_remove(
     await screenshot("catalog-unreachable")
     await toast.get_by_role("button", name="Dismiss notification").click()
     await expect(toast).to_have_count(0)
+    page_watch.assert_clean()
+
+
+async def test_turning_off_an_app_that_runs_asks_first(
+    page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
+) -> None:
+    runtime = client.runtime
+    await install_bundled(runtime)
+    await log_in(page, client)
+    conversation = (await runtime.store.conversations())[0].id
+    for _ in range(2):
+        await runtime.apps.open_instance("task-dashboard", conversation_id=conversation)
+    await expect(page.locator(".dock-item")).to_have_count(2)
+    await page.get_by_role("button", name="Apps", exact=True).click()
+    dialog = page.get_by_role("dialog", name="Apps")
+    row = installed_row(dialog, "dev.lineup.task-dashboard")
+    switch = row.get_by_role("switch")
+
+    # Off would close both: the centre asks, saying how many; Cancel keeps them.
+    await switch.click()
+    question = row.get_by_role("group", name="Turn off Task Dashboard?")
+    await expect(question).to_have_text(
+        "Turn off Task Dashboard? 2 running instances will close.CancelTurn off"
+    )
+    await expect(switch).to_be_checked()
+    cancel = row.get_by_role("button", name="Cancel: keep Task Dashboard on")
+    await expect(cancel).to_be_focused()
+    await screenshot("turn-off-asks")
+    await cancel.click()
+    await expect(question).to_have_count(0)
+    await expect(switch).to_be_checked()
+    await expect(switch).to_be_focused()
+    assert len([r for r in runtime.apps.instances().live() if r.app_scope == "task-dashboard"]) == 2
+    assert next(a for a in await runtime.registry.apps() if a.app_scope == "task-dashboard").enabled
+
+    # Asked again and confirmed: off, and both instances close.
+    await switch.click()
+    await row.get_by_role("button", name="Yes, turn off Task Dashboard").click()
+    await expect(switch).not_to_be_checked()
+    await expect(row.locator(".apps-switch-text")).to_have_text("Off")
+    await page.keyboard.press("Escape")
+    await expect(page.locator("#dock")).to_be_hidden()
+    assert not [r for r in runtime.apps.instances().live() if r.app_scope == "task-dashboard"]
+    assert not next(
+        a for a in await runtime.registry.apps() if a.app_scope == "task-dashboard"
+    ).enabled
+
+    # Nothing runs now: turning it on and off again asks nothing.
+    await page.get_by_role("button", name="Apps", exact=True).click()
+    await switch.click()
+    await expect(switch).to_be_checked()
+    await switch.click()
+    await expect(switch).not_to_be_checked()
+    await expect(row.locator(".apps-confirm")).to_have_count(0)
+    await screenshot("turned-off")
     page_watch.assert_clean()

@@ -113,7 +113,7 @@ async def test_an_app_surface_takes_tool_calls_keeps_state_and_closes(
     await expect(frame.locator("#inbox li")).to_have_count(0)  # acknowledged: not again
 
     # Closing the app cancels the held call (app_closed) and takes the frame down.
-    await page.get_by_role("button", name="Close test-app").click()
+    await page.get_by_role("button", name="Close Test App").click()
     await expect(page.locator("#app-area-frame iframe")).to_have_count(0)
     await expect(page.locator("#app-area")).to_be_hidden()
     held = await tool_result(client, "hold-1")

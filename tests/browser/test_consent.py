@@ -322,7 +322,7 @@ async def test_an_app_asks_through_the_sdk_and_gets_its_result(
     await frame.get_by_role("button", name="Copy a greeting").click()
     dialog = consent_dialog(page)
     await expect(dialog).to_be_visible()
-    await expect(dialog.locator(".consent-who")).to_contain_text("test-app")
+    await expect(dialog.locator(".consent-who")).to_have_text("Asked by the app Test App")
     await expect(dialog.locator(".consent-preview")).to_have_text("Hello from the test app")
     await screenshot("app-asks-for-the-clipboard")
     await allow(dialog)
@@ -350,3 +350,30 @@ async def app_calls_of(client: Client) -> list[str]:
         return [str(r[0]) for r in rows]
 
     return list(await client.runtime.store.db.read(read))
+
+
+async def test_the_dialog_names_the_app_instance_that_asks(
+    page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
+) -> None:
+    """Two instances of one app: the dialog says which one asks, by the name the dock
+    shows ("Test App 2"); the app's scope is only its tooltip."""
+    await client.runtime.registry.install_bundle(APP_BUNDLE, enable=True)
+    await log_in(page, client)
+    conversation = await chat_id(client)
+    await client.runtime.apps.open_instance("test-app", conversation_id=conversation)
+    second = await client.runtime.apps.open_instance("test-app", conversation_id=conversation)
+    await expect(page.locator("#app-area-title")).to_have_text("Test App 2")
+    frame = page.frame_locator("#app-area-frame iframe.app-frame:not([hidden])")
+    await expect(frame.locator("body")).to_have_attribute("data-ready", "true")
+
+    await frame.get_by_role("button", name="Copy a greeting").click()
+    dialog = consent_dialog(page)
+    await expect(dialog).to_be_visible()
+    who = dialog.locator(".consent-who")
+    await expect(who).to_have_text("Asked by the app Test App 2")
+    await expect(who.locator("strong")).to_have_attribute("title", "test-app")
+    await screenshot("asked-by-test-app-2")
+    await deny(dialog)
+    await expect(frame.locator("#copied")).to_have_text("refused: capability_denied")
+    assert set(await app_calls_of(client)) == {second.instance_id}
+    page_watch.assert_clean()

@@ -1,17 +1,23 @@
 """The app dock in a real Chromium: instances the Runtime opens show in every tab, the
 person's foreground / background / close requests go to the Runtime and every tab
-follows its decision, the IM stays usable beside the app area, and it fits 375 px."""
+follows its decision, the IM stays usable beside the app area, and it fits 375 px.
+Two instances of one app are told apart by name ("Task Dashboard", "Task Dashboard 2",
+with the app's icon) in the dock, the app area's title and their groups, the second
+keeps its number when the first closes, and the app scope shows only in tooltips."""
 
 from __future__ import annotations
 
-from playwright.async_api import Page, expect
+from playwright.async_api import Locator, Page, expect
 
+from lineup.miniapps import install_bundled
 from tests.browser.conftest import Screenshot
 from tests.support.browser import PageWatch
 from tests.support.browser_interactions import chat_id, log_in
 from tests.support.webhost import Client
 
 NOTES, PLANNER = "notes", "planner"
+DASHBOARD = "task-dashboard"
+ICON_LOADED = "img => img.complete && img.naturalWidth > 0"
 
 
 async def open_started(client: Client, app_scope: str) -> str:
@@ -153,3 +159,76 @@ async def test_dock_and_app_area_fit_a_375px_screen(
     assert timeline is not None and timeline["height"] >= 120  # the IM is still there
     await screenshot("375px-app-in-front")
     page_watch.assert_clean()
+
+
+async def visible_text_lacks(page: Page, text: str) -> None:
+    """``text`` is nowhere in what the shell page shows (tooltips aside)."""
+    shown = await page.evaluate("document.body.innerText")
+    assert text not in shown, shown
+
+
+async def icon_shows(icon: Locator) -> None:
+    await expect(icon).to_have_attribute("src", f"/app-icons/{DASHBOARD}")
+    assert await icon.evaluate(ICON_LOADED)
+
+
+async def test_two_instances_of_one_app_are_told_apart_by_name(
+    page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
+) -> None:
+    await install_bundled(client.runtime)
+    await log_in(page, client)
+    conversation = await chat_id(client)
+    first = await client.runtime.apps.open_instance(DASHBOARD, conversation_id=conversation)
+    second = await client.runtime.apps.open_instance(DASHBOARD, conversation_id=conversation)
+
+    # The dock and the app area call them by the app's name; the second has its number.
+    await expect(page.locator(".dock-item .dock-name")).to_have_text(
+        ["Task Dashboard", "Task Dashboard 2"]
+    )
+    title = page.locator("#app-area-title")
+    await expect(title).to_have_text("Task Dashboard 2")
+    await expect(
+        page.get_by_role("button", name="Bring to front: Task Dashboard 2")
+    ).to_have_attribute("aria-current", "true")
+    # The scope is in the tooltips only.
+    entry = page.locator(f'.dock-item[data-instance-id="{second.instance_id}"] .dock-front')
+    await expect(entry).to_have_attribute("title", "Task Dashboard 2 (task-dashboard)")
+    await expect(title).to_have_attribute("title", "Task Dashboard 2 (task-dashboard)")
+    await icon_shows(page.locator("#app-area-icon"))
+    for icon in await page.locator(".dock-item .dock-icon").all():
+        await icon_shows(icon)
+    shown = page.locator(".app-area-frame iframe.app-frame:not([hidden])")
+    await expect(shown).to_have_attribute("title", "App: Task Dashboard 2")  # read aloud
+    await screenshot("two-dashboards")
+
+    # Their groups in the IM, by the same names.
+    await page.get_by_role(
+        "button", name="Back to chat (send Task Dashboard 2 to background)"
+    ).click()
+    groups = page.locator(".items > .item.app-session")
+    await expect(groups.locator(".group-name")).to_have_text(["Task Dashboard", "Task Dashboard 2"])
+    await expect(groups.locator(".group-name").first).to_have_attribute("title", DASHBOARD)
+    for icon in await groups.locator(".group-icon").all():
+        await icon_shows(icon)
+    await visible_text_lacks(page, DASHBOARD)
+    await screenshot("two-dashboard-groups")
+
+    # The first closes: the second is still "Task Dashboard 2" everywhere.
+    await page.get_by_role("button", name="Close Task Dashboard", exact=True).click()
+    await expect(page.locator(".dock-item .dock-name")).to_have_text(["Task Dashboard 2"])
+    await expect(groups.locator(".group-name")).to_have_text(["Task Dashboard", "Task Dashboard 2"])
+    closed = page.locator(
+        f'.item.app-session[data-app-session-id="{await session_of(client, first.instance_id)}"]'
+    )
+    await expect(closed).to_have_attribute("data-session-state", "closed")
+    await page.get_by_role("button", name="Bring to front: Task Dashboard 2").click()
+    await expect(title).to_have_text("Task Dashboard 2")
+    await visible_text_lacks(page, DASHBOARD)
+    await screenshot("second-keeps-its-number")
+    page_watch.assert_clean()
+
+
+async def session_of(client: Client, instance_id: str) -> str:
+    found = await client.runtime.apps.app_session_id(instance_id)
+    assert found is not None
+    return found

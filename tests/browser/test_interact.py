@@ -1,7 +1,9 @@
-"""Interact's IM in a real Chromium: log in, send, replies, reload, tabs, hostile Markdown."""
+"""Interact's IM in a real Chromium: log in, send, replies, reload, tabs, hostile Markdown,
+and toasts that take their own place above the composer (they hide no row)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 from playwright.async_api import Browser, Page, expect
@@ -11,6 +13,7 @@ from tests.conftest import make_pair
 from tests.runtime.xss_corpus import XSS_CORPUS
 from tests.support.appserver import AppServerProcess
 from tests.support.browser import PageWatch
+from tests.support.browser_interactions import tool_call
 from tests.support.webhost import Client, serving
 
 
@@ -221,3 +224,62 @@ async def test_scrolling_back_pages_through_history(page: Page, client: Client) 
     await expect(agent_items).to_have_count(120)
     await expect(agent_items.first.locator(".body")).to_have_text("old message 0")
     await expect(older).to_be_hidden()
+
+
+BOXES = """
+() => {
+  const box = (el) => el.getBoundingClientRect().toJSON();
+  const rows = [...document.querySelectorAll("#items > .item")];
+  return {
+    toasts: [...document.querySelectorAll("#toasts .toast")].map(box),
+    timeline: box(document.getElementById("timeline")),
+    composer: box(document.getElementById("composer")),
+    app: box(document.querySelector(".app")),
+    newest: box(rows[rows.length - 1]),
+  };
+}
+"""
+
+
+def overlaps(a: dict[str, float], b: dict[str, float]) -> bool:
+    return (
+        a["left"] < b["right"]
+        and b["left"] < a["right"]
+        and a["top"] < b["bottom"]
+        and b["top"] < a["bottom"]
+    )
+
+
+async def test_toasts_sit_above_the_composer_and_hide_no_row(
+    page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
+) -> None:
+    await page.clock.install()  # the toasts go away after a while: not during this test
+    await log_in(page, client)
+    conversation = (await client.runtime.store.conversations())[0].id
+    for n in range(12):
+        await client.pair.agent.send_text(conversation, f"Line {n} of a long morning.")
+    await expect(page.locator(".item.from-agent")).to_have_count(12)
+    for n in range(3):
+        await tool_call(client, "interact.notice", {"text": f"Report {n} is ready."}, f"n{n}")
+    toasts = page.locator("#toasts .toast")
+    await expect(toasts).to_have_count(3)
+    await expect(page.locator(".item.interaction")).to_have_count(3)
+    await toasts.last.evaluate("t => Promise.all(t.getAnimations().map((a) => a.finished))")
+    now = await page.evaluate("Date.now()")
+    await page.clock.pause_at(datetime.fromtimestamp(now / 1000 + 0.5, UTC))
+
+    for width, height in ((1280, 800), (375, 667)):
+        await page.set_viewport_size({"width": width, "height": height})
+        await expect(toasts).to_have_count(3)
+        boxes = await page.evaluate(BOXES)
+        for toast in boxes["toasts"]:
+            # Their own place: between the timeline and the composer, in the right corner.
+            assert not overlaps(toast, boxes["timeline"]), (width, toast)
+            assert not overlaps(toast, boxes["composer"]), (width, toast)
+            assert toast["bottom"] <= boxes["composer"]["top"]
+            assert boxes["app"]["right"] - toast["right"] <= 24
+        # The newest row is in full view above them (the timeline stayed at its end).
+        newest, timeline = boxes["newest"], boxes["timeline"]
+        assert timeline["top"] <= newest["top"] and newest["bottom"] <= timeline["bottom"] + 1
+        await screenshot(f"toasts-{width}")
+    page_watch.assert_clean()

@@ -71,7 +71,7 @@ async def test_a_sub_session_is_one_group_answered_inside_and_kept_after_close(
     await expect(group).to_have_count(1)
     await expect(page.locator(".items > .item").last).to_have_attribute("data-app-session-id", sid)
     head = group.locator(".group-head")
-    await expect(head.locator(".group-scope")).to_have_text(NOTES)
+    await expect(head.locator(".group-name")).to_have_text(NOTES)
     await expect(head.locator(".group-state")).to_have_text("running")
     await expect(head.locator(".group-count")).to_have_text("0 interactions")
     await expect(head.locator(".group-waiting")).to_be_hidden()

@@ -322,7 +322,7 @@ async def build_long_conversation(stage: Stage) -> None:
     await expect(agent_rows(page, "That did not happen")).to_have_count(1, timeout=20_000)
 
     # The whiteboard closes (its group is history); then the Runtime restarts.
-    await page.get_by_role("button", name="Close whiteboard").click()
+    await page.get_by_role("button", name="Close Whiteboard").click()
     await expect(group_row(page, board)).to_have_attribute("data-session-state", "closed")
     await agent_says(stage, "Before the restart", 20)
     await synced(stage)
@@ -339,7 +339,7 @@ async def build_long_conversation(stage: Stage) -> None:
     await ask(stage, CHOICE, {"prompt": "Play again tomorrow?", "options": options("Yes", "No")},
               "game-2", app_session_context={"app_session_id": game})  # fmt: skip
     await to_chat(page)
-    await page.get_by_role("button", name="Close draw-guess").click()
+    await page.get_by_role("button", name="Close Draw & Guess").click()
     await expect(group_row(page, game)).to_have_attribute("data-session-state", "closed")
 
     await say(page, "/tour")

@@ -8,6 +8,7 @@ import shutil
 import stat
 from pathlib import Path
 
+import msgspec
 import pytest
 from click.testing import CliRunner, Result
 
@@ -17,6 +18,7 @@ from lineup.delivery.commands import miniapp_group
 from lineup.delivery.errors import DeliveryError
 from lineup.delivery.keys import load_private_key, load_public_key, verify_signature
 from lineup.delivery.release import decode_release, sha256_hex
+from lineup.delivery.verify import check_artifact
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "tests" / "fixtures" / "delivery" / "source"
@@ -57,6 +59,7 @@ def test_pack_states_the_bundle_exactly(tmp_path: Path) -> None:
     assert release.sha256 == sha256_hex(artifact)
     assert release.min_host_version == manifest["min_host_version"]
     assert release.permissions == sorted(manifest["permissions"])
+    assert release.name == manifest["name"]  # what the App centre shows before install
     assert not release.signed
     files = unpack(artifact)
     assert files == {
@@ -64,6 +67,18 @@ def test_pack_states_the_bundle_exactly(tmp_path: Path) -> None:
     }
     _, named = publisher.pack_bundle(SOURCE, artifact_id="custom.tar")
     assert named.artifact_id == "custom.tar"
+
+
+def test_a_release_whose_name_is_not_the_bundle_s_is_refused(tmp_path: Path) -> None:
+    """Installed by the name the person saw: a release signed with another name than its
+    bundle's manifest (an offer dressed up as another app) does not install; a release
+    that names nothing (signed before names were) still does."""
+    artifact, release = publisher.pack_bundle(SOURCE)
+    check_artifact(release, artifact)
+    check_artifact(msgspec.structs.replace(release, name=""), artifact)
+    with pytest.raises(DeliveryError) as refused:
+        check_artifact(msgspec.structs.replace(release, name="Task Dashboard"), artifact)
+    assert refused.value.code == "release_mismatch"
 
 
 def test_pack_refuses_a_bundle_that_is_not_installed_kind() -> None:

@@ -230,3 +230,31 @@ def test_a_signed_release_verifies_and_any_flipped_byte_breaks_it(
             "release_field_forbidden",
             "signature_invalid",
         }
+
+
+def test_the_name_is_signed_and_left_out_when_empty() -> None:
+    """A release names its app for people; the name is part of the signed bytes, and a
+    release made before names were (no ``name``) keeps its canonical bytes."""
+    unnamed = sign_release(make(), KEY)
+    assert b'"name"' not in canonical_bytes(unnamed)
+    named = sign_release(make(name="Notes \u00e0 faire \u2014 \u4efb\u52a1"), KEY)
+    canonical = canonical_bytes(named)
+    # RFC 8785: UTF-8 as is, keys sorted, nothing else escaped.
+    fields = json.loads(canonical)
+    jcs = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert canonical == jcs.encode("utf-8")
+    assert fields["name"] == "Notes \u00e0 faire \u2014 \u4efb\u52a1"
+    verify_signature(named, PUBLIC)
+    decoded = decode_release(encode_release(named))
+    assert (decoded.name, canonical_bytes(decoded)) == (named.name, canonical)
+    renamed = msgspec.structs.replace(named, name="Task Dashboard")
+    with pytest.raises(DeliveryError) as refused:
+        verify_signature(renamed, PUBLIC)
+    assert refused.value.code == "signature_invalid"
+
+
+@pytest.mark.parametrize("name", [" Notes", "Notes\n", "No\u202etes", "N\u2028otes", "x" * 65])
+def test_a_name_people_could_be_misled_by_is_invalid(name: str) -> None:
+    with pytest.raises(DeliveryError) as refused:
+        decode_release(json.dumps(signed_document(name=name)).encode())
+    assert refused.value.code == "release_invalid"

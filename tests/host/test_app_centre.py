@@ -104,6 +104,7 @@ async def test_the_frame_lists_built_in_and_delivered_apps(
             "versions": ["1.0.0"],
             "update": None,
             "unavailable": None,
+            "running": 0,
         }
         assert centre["offers"] == []
         assert set(centre["catalog"]) == {"production", "fetched_at"}
@@ -153,6 +154,23 @@ async def test_enable_disable_remove_reach_every_tab(client: Client, delivered: 
             await centre_where(ws, lambda c: app_of(c, APP_ID) is None)
         assert APP_ID not in [a.app_id for a in await client.runtime.registry.apps()]
         assert DASHBOARD in [a.app_id for a in await client.runtime.registry.apps()]
+
+
+async def test_each_row_says_how_many_instances_run(client: Client, delivered: Signed) -> None:
+    """Turning an app off closes what runs, so the shell asks first: the frame says how
+    many run, and comes again when an instance opens or ends."""
+    runtime = client.runtime
+    conversation = (await runtime.store.conversations())[0].id
+    async with tab(client) as ws:
+        assert app_of(await open_centre(ws), DASHBOARD)["running"] == 0  # type: ignore[index]
+        opened = [
+            await runtime.apps.open_instance("task-dashboard", conversation_id=conversation)
+            for _ in range(2)
+        ]
+        await centre_where(ws, lambda c: app_of(c, DASHBOARD)["running"] == 2)  # type: ignore[index]
+        # The Web Host takes its surfaces down and reports the stop finished.
+        assert (await runtime.apps.request_close(opened[0].instance_id)).accepted
+        await centre_where(ws, lambda c: app_of(c, DASHBOARD)["running"] == 1)  # type: ignore[index]
 
 
 async def test_refusals_carry_stable_codes_and_words(client: Client, delivered: Signed) -> None:

@@ -191,7 +191,9 @@ async def test_remembered_consent_is_listed_and_can_be_revoked(client: Client) -
         await next_frame(ws, "capability_run", call_id="clip-1")
         await ws.send(json.dumps({"op": "grants"}))
         listed = (await next_frame(ws, "grants"))["grants"]
-        assert listed == [{"requester": agent, "capability": "clipboard.write"}]
+        assert listed == [
+            {"requester": agent, "label": agent.split(":")[1], "capability": "clipboard.write"}
+        ]
 
         await app_call(client, "clipboard.write", {"text": "two"}, "clip-2")
         assert (await call_state(ws, "clip-2", "approved"))["decision"] == "remembered"

@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx
 from websockets.asyncio.client import ClientConnection
 
+from lineup.miniapps import bundle_dir, install_bundled
 from tests.support.host_channel import hello, next_frame, tab
 from tests.support.webhost import Client
 
@@ -123,3 +125,49 @@ async def test_app_requests_are_validated_like_every_frame(client: Client) -> No
             error = await next_frame(ws, "error")
             assert error["code"] == "invalid_request", bad
     assert client.runtime.apps.instances().focus == second  # nothing was done
+
+
+async def test_instances_and_groups_carry_names_numbers_and_icons(client: Client) -> None:
+    """The shell is told what to call each instance; it never makes a name up."""
+    await install_bundled(client.runtime)
+    conversation = (await client.runtime.store.conversations())[0].id
+    opened = [
+        await client.runtime.apps.open_instance(scope, conversation_id=conversation)
+        for scope in ("task-dashboard", "task-dashboard", "notes")
+    ]
+    async with tab(client) as ws:
+        snapshot = await hello(ws)
+    named = [(r["name"], r["ordinal"], r["label"], r["icon"]) for r in snapshot["apps"]["records"]]
+    assert named == [
+        ("Task Dashboard", 1, "Task Dashboard", "/app-icons/task-dashboard"),
+        ("Task Dashboard", 2, "Task Dashboard 2", "/app-icons/task-dashboard"),
+        ("notes", 1, "notes", "/app-icons/notes"),  # no app has the scope: shown as is
+    ]
+    groups = {g["instance_id"]: g for g in snapshot["app_sessions"]}
+    assert [groups[r.instance_id]["label"] for r in opened] == [
+        "Task Dashboard",
+        "Task Dashboard 2",
+        "notes",
+    ]
+    assert groups[opened[1].instance_id]["app_scope"] == "task-dashboard"
+
+
+async def test_the_icon_route_serves_an_app_s_icon_as_a_sandboxed_image(client: Client) -> None:
+    await install_bundled(client.runtime)
+    cookie = await client.session_cookie()
+    async with httpx.AsyncClient(base_url=client.url) as http:
+        refused = await http.get("/app-icons/task-dashboard")
+        assert refused.status_code == 403
+        http.cookies.set("lineup_session", cookie)
+        own = await http.get("/app-icons/task-dashboard")
+        generic = await http.get("/app-icons/notes")
+        odd = await http.get("/app-icons/Not%20a%20scope")
+    icon = bundle_dir("task_dashboard") / "icons" / "task-dashboard.svg"
+    assert (own.status_code, own.content) == (200, icon.read_bytes())
+    for response in (own, generic, odd):
+        assert response.headers["content-type"] == "image/svg+xml"
+        policies = response.headers.get_list("content-security-policy")
+        assert "sandbox; default-src 'none'" in policies  # beside the shell's own
+        assert response.headers["x-content-type-options"] == "nosniff"
+    assert generic.content == odd.content != own.content
+    assert generic.content.startswith(b"<svg")

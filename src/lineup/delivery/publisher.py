@@ -162,6 +162,7 @@ def _pack(bundle: AppBundle, artifact_id: str | None) -> tuple[bytes, Release]:
         "sha256": sha256_hex(artifact),
         "min_host_version": manifest.min_host_version,
         "permissions": sorted(manifest.permissions),
+        "name": manifest.name,
     }
     try:
         # convert, not Release(...): only decoding checks the field grammars.

@@ -1,16 +1,21 @@
-"""The production manifest of a MiniApp release (spec 002 §9.2), and its canonical form.
+r"""The production manifest of a MiniApp release (spec 002 §9.2), and its canonical form.
 
-A release says exactly which bytes are the app: its id and exact version, the
-artifact's id, byte length and SHA-256, the minimum host version, the permissions the
-app may request, the id of the key that signed it, and the Ed25519 signature. It
+A release says exactly which bytes are the app: its id and exact version, its display
+name (what the App centre shows before the app is installed; the bundle's manifest
+must say the same), the artifact's id, byte length and SHA-256, the minimum host
+version, the permissions the app may request, the id of the key that signed it, and
+the Ed25519 signature. It
 carries no URL, HTML, CSS, JS or source: a field of that kind is refused with
 ``release_field_forbidden``, any other unknown field with ``release_invalid``.
 
 **Canonical form** (what is signed): the release without ``signature``, as JSON with
 keys sorted by their UTF-8 bytes, no whitespace, ``permissions`` sorted and unique,
-integers in decimal. Every value is ASCII by its pattern, so this is exactly RFC 8785
-(JCS) for these documents. The ``format`` field (``lineup.release.v1``) is part of
-the signed bytes, which separates release signatures from anything else a key signs.
+integers in decimal, ``name`` left out when empty (a release made before names were
+signed verifies as it did). Every value but ``name`` is ASCII by its pattern, and a
+name holds no control, line-separator or bidirectional-control character, so the
+encoder escapes only ``"`` and ``\`` in it, as RFC 8785 (JCS) does: the form is
+exactly JCS for these documents. The ``format`` field (``lineup.release.v1``) is part
+of the signed bytes, which separates release signatures from anything else a key signs.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from lineup.formats.manifest import MAX_PERMISSIONS
+from lineup.formats.manifest import MAX_NAME_CHARS, MAX_PERMISSIONS, display_name_problem
 from lineup.protocol.fields import APP_ID_PATTERN, SEMVER_PATTERN
 
 from .errors import DeliveryError, DeliveryErrorCode
@@ -89,6 +94,7 @@ KeyIdOrEmpty = Annotated[str, msgspec.Meta(pattern=_KEY_ID_OR_EMPTY)]
 Sha256 = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{64}\Z")]
 Length = Annotated[int, msgspec.Meta(ge=1)]
 Capability = Annotated[str, msgspec.Meta(pattern=_CAPABILITY_PATTERN, max_length=255)]
+DisplayName = Annotated[str, msgspec.Meta(max_length=MAX_NAME_CHARS)]
 SignatureOrEmpty = Annotated[str, msgspec.Meta(pattern=_SIGNATURE_OR_EMPTY)]
 
 
@@ -102,6 +108,9 @@ class Release(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defa
     sha256: Sha256
     min_host_version: SemVer
     permissions: Annotated[list[Capability], msgspec.Meta(max_length=MAX_PERMISSIONS)] = []
+    name: DisplayName = ""
+    """The app's display name, as its manifest says (empty in releases signed before
+    names were)."""
     key_id: KeyIdOrEmpty = ""
     signature: SignatureOrEmpty = ""
     format: Literal["lineup.release.v1"] = "lineup.release.v1"
@@ -109,6 +118,9 @@ class Release(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defa
     def __post_init__(self) -> None:
         if len(set(self.permissions)) != len(self.permissions):
             raise ValueError("permissions must be unique")
+        problem = display_name_problem(self.name) if self.name else None
+        if problem is not None:
+            raise ValueError(problem)
 
     @property
     def signed(self) -> bool:
@@ -123,7 +135,7 @@ class Release(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defa
 
 
 def _fields(release: Release) -> dict[str, Any]:
-    return {
+    fields: dict[str, Any] = {
         "format": release.format,
         "app_id": release.app_id,
         "version": release.version,
@@ -134,6 +146,9 @@ def _fields(release: Release) -> dict[str, Any]:
         "permissions": sorted(release.permissions),
         "key_id": release.key_id,
     }
+    if release.name:
+        fields["name"] = release.name
+    return fields
 
 
 def canonical_bytes(release: Release) -> bytes:

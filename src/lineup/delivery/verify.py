@@ -97,6 +97,11 @@ def check_artifact(release: Release, artifact: bytes) -> AppBundle:
         raise DeliveryError(
             DeliveryErrorCode.RELEASE_MISMATCH, "the bundle's min_host_version is not the release's"
         )
+    if release.name and manifest.name != release.name:
+        # What the person chose to install by its name is what gets installed.
+        raise DeliveryError(
+            DeliveryErrorCode.RELEASE_MISMATCH, "the bundle's name is not the release's"
+        )
     return bundle
 
 

@@ -42,11 +42,13 @@ from .semver import compare_semver
 __all__ = [
     "HOST_VERSION",
     "MAX_MANIFEST_BYTES",
+    "MAX_NAME_CHARS",
     "AppManifest",
     "ManifestError",
     "ManifestErrorCode",
     "Surface",
     "compiled_tools",
+    "display_name_problem",
     "encode_manifest",
     "load_manifest",
     "to_inventory_application",
@@ -186,18 +188,21 @@ class AppManifest(_Struct, frozen=True):
         _check_tools(self, declared)
 
 
-def _check_name(name: str) -> None:
+def display_name_problem(name: str) -> str | None:
+    """What is wrong with ``name`` as a display name people read (``None``: nothing).
+    A signed release's ``name`` follows the same rule as the manifest's."""
     if name != name.strip():
-        raise ManifestError(
-            ManifestErrorCode.INVALID, "`name` may not start or end with white space", "$.name"
-        )
+        return "`name` may not start or end with white space"
     for char in name:
         if unicodedata.category(char) in _FORBIDDEN_CATEGORIES or char in _BIDI_CONTROLS:
-            raise ManifestError(
-                ManifestErrorCode.INVALID,
-                "`name` may not hold control, line-separator or bidirectional-control characters",
-                "$.name",
-            )
+            return "`name` may not hold control, line-separator or bidirectional-control characters"
+    return None
+
+
+def _check_name(name: str) -> None:
+    problem = display_name_problem(name)
+    if problem is not None:
+        raise ManifestError(ManifestErrorCode.INVALID, problem, "$.name")
 
 
 def _check_surfaces(surfaces: list[Surface]) -> None:

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import html
 import logging
+import re
 from collections.abc import AsyncIterator, Iterable, MutableMapping
 from datetime import UTC, datetime
 from importlib import resources
@@ -29,6 +30,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from lineup.client import AuthenticationFailed, ClientError
 from lineup.protocol import ErrorCode
+from lineup.protocol.fields import APP_SCOPE_PATTERN
 from lineup.runtime import (
     DEFAULT_SCOPE,
     ConnectionChanged,
@@ -38,6 +40,7 @@ from lineup.runtime import (
     TimelineChanged,
     ToolCallsChanged,
 )
+from lineup.runtime.apps.focus import EndAppSession, InstanceOpened
 from lineup.runtime.events import AppsChanged
 from lineup.runtime.host_sessions import SESSION_TTL
 
@@ -54,6 +57,7 @@ from .views import apps_view, group_of, group_view, in_group, item_view
 log = logging.getLogger("lineup.host")
 
 _frames = msgspec.json.Decoder(channel.ShellFrame)
+_SCOPE = re.compile(APP_SCOPE_PATTERN)
 _encode = msgspec.json.encode
 COOKIE = "lineup_session"
 """The browser session's cookie (HttpOnly, SameSite=Strict); its secret's hash is kept
@@ -258,6 +262,8 @@ class WebHost:
                 )
                 # A sub-session opened or closed with its instance: its group follows.
                 groups.instances(i for e in event.effects if (i := getattr(e, "instance_id", None)))
+                if any(isinstance(e, (InstanceOpened, EndAppSession)) for e in event.effects):
+                    centre.mark()  # how many instances of an app run changed
             elif isinstance(event, ToolCallsChanged):
                 frame = channel.AppPush(instance_ids=sorted(event.instance_ids), topic=event.topic)
             elif centre.on_event(event):
@@ -508,6 +514,25 @@ class WebHost:
             return Response(ErrorCode.FORBIDDEN, status_code=403)
         return await self.capabilities.upload(request)
 
+    async def app_icon(self, request: Request) -> Response:
+        """``/app-icons/{app_scope}``: the icon of the app with that scope, or the
+        shell's generic one (so every instance the dock lists has one). An image, never
+        a page: an SVG opened on its own runs sandboxed, with nothing allowed."""
+        if not self._host_ok(request.headers.get("host")):
+            return Response("unknown host", status_code=421)
+        if not await self.sessions.valid(request.cookies.get(COOKIE)):
+            return Response(ErrorCode.FORBIDDEN, status_code=403)
+        scope = request.path_params["app_scope"]
+        found = await self.runtime.registry.icon(scope) if _SCOPE.match(scope) else None
+        if found is None:
+            body = resources.files(__package__).joinpath("static/app-icon.svg").read_bytes()
+            found = (body, "image/svg+xml")
+        return Response(
+            found[0],
+            media_type=found[1],
+            headers={"content-security-policy": "sandbox; default-src 'none'"},
+        )
+
     async def artifact(self, request: Request) -> Response:
         if not self._host_ok(request.headers.get("host")):
             return Response("unknown host", status_code=421)
@@ -529,6 +554,7 @@ class WebHost:
                 WebSocketRoute("/host", self.host_channel),
                 Route("/capabilities/upload", self.capability_upload, methods=["POST"]),
                 Route("/artifacts/{artifact_id}", self.artifact, methods=["GET"]),
+                Route("/app-icons/{app_scope}", self.app_icon, methods=["GET"]),
                 Mount("/static", app=static, name="static"),
             ]
         )

@@ -10,7 +10,9 @@ words for the person.
 
 A tab that opened the App centre once (``apps``) is sent a fresh frame after every
 change: ``AppCentreChanged`` from the Runtime (apps, versions, trust, the catalog),
-and the enable/disable this host ran (the registry does not tell the centre).
+the enable/disable this host ran (the registry does not tell the centre), and an
+instance opening or ending (each app's row says how many run: turning an app off
+closes them, and the shell asks first).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import Counter
 from typing import Any
 
 import msgspec
@@ -82,7 +85,7 @@ def _publisher(key_id: str, names: dict[str, str]) -> channel.PublisherView:
     )
 
 
-def _app_view(app: CentreApp, names: dict[str, str]) -> channel.CentreAppView:
+def _app_view(app: CentreApp, names: dict[str, str], running: int) -> channel.CentreAppView:
     installed = app.kind == "installed"
     publisher = None if app.key_id is None else _publisher(app.key_id, names)
     return channel.CentreAppView(
@@ -96,6 +99,7 @@ def _app_view(app: CentreApp, names: dict[str, str]) -> channel.CentreAppView:
         versions=list(app.versions),
         update=app.update,
         unavailable=app.unavailable,
+        running=running,
     )
 
 
@@ -105,6 +109,7 @@ def _offer_view(offer: Offer, names: dict[str, str]) -> channel.OfferView:
         version=offer.version,
         publisher=_publisher(offer.key_id, names),
         permissions=sorted(offer.permissions),
+        name=offer.name,
     )
 
 
@@ -113,9 +118,10 @@ async def centre_frame(runtime: Runtime) -> channel.AppCentre:
     apps, offers, state = await runtime.delivery.centre()
     trust = await runtime.delivery.trust()
     names = {key_id: key.name for key_id, key in trust.keys.items()}
+    live = Counter(r.app_scope for r in runtime.apps.instances().live())
     fetched = state.get("fetched_at")
     return channel.AppCentre(
-        apps=[_app_view(a, names) for a in apps],
+        apps=[_app_view(a, names, live[a.app_scope]) for a in apps],
         offers=[_offer_view(o, names) for o in offers],
         catalog=channel.CatalogStateView(
             production=bool(state.get("production")),

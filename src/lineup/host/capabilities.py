@@ -35,6 +35,7 @@ from starlette.responses import JSONResponse, Response
 from lineup.protocol import ErrorCode
 from lineup.protocol.fields import ID_PATTERN
 from lineup.runtime import Runtime
+from lineup.runtime.apps.focus import Instances
 from lineup.runtime.capabilities.calls import OPEN, State
 from lineup.runtime.capabilities.catalog import CATALOG, MAX_ARTIFACT_BYTES
 from lineup.runtime.capabilities.gateway import (
@@ -47,6 +48,7 @@ from lineup.runtime.capabilities.gateway import (
 
 from . import channel
 from .jobs import HostJobs
+from .names import record_label
 from .native import NativeHost, NativeOutcome
 
 __all__ = ["PROVIDED", "CapabilityTab", "HostCapabilities", "artifact_headers"]
@@ -65,17 +67,21 @@ SAFE_INLINE_TYPES = frozenset(
 """Media types a download keeps; anything else is served as ``application/octet-stream``."""
 
 
-def call_view(call: CapabilityCall) -> channel.CapabilityCallView:
+def call_view(call: CapabilityCall, apps: Instances) -> channel.CapabilityCallView:
+    """``apps``: the instances now (an app's call is labelled by its instance's name)."""
     key = call.key
     capability = CATALOG.get(call.capability)
-    requester = call.requester_id
+    requester = label = call.requester_id
     if key.requester_kind == "app":
         requester = requester.rsplit(".", 1)[0]  # the app's scope, not one instance
+        record = apps.records.get(call.requester_id)
+        label = requester if record is None else record_label(record)
     return channel.CapabilityCallView(
         conversation_id=key.conversation_id,
         call_id=key.call_id,
         requester_kind=key.requester_kind,
         requester=requester,
+        requester_label=label,
         capability=call.capability,
         risk=call.risk,
         runs_in=capability.runs_in if capability is not None else "shell",
@@ -90,9 +96,9 @@ def call_view(call: CapabilityCall) -> channel.CapabilityCallView:
     )
 
 
-def run_frame(call: CapabilityCall, upload_token: str = "") -> bytes:
+def run_frame(call: CapabilityCall, apps: Instances, upload_token: str = "") -> bytes:
     """``capability_run``: the claiming tab runs its provider for ``call``."""
-    view = msgspec.structs.asdict(call_view(call))
+    view = msgspec.structs.asdict(call_view(call, apps))
     return _encode(channel.CapabilityRun(**view, upload_token=upload_token))
 
 
@@ -143,7 +149,7 @@ class HostCapabilities:
             outcome = NativeOutcome(code=ErrorCode.PROVIDER_FAILED)
         if outcome is None:
             tab.claimed.add(key)
-            tab.outbox.put_nowait(run_frame(call))
+            tab.outbox.put_nowait(run_frame(call, self.runtime.apps.instances()))
             return
         gateway = self.runtime.capabilities
         try:
@@ -177,14 +183,17 @@ class HostCapabilities:
     # --- the snapshot ---------------------------------------------------------------------
 
     async def open_calls(self) -> list[channel.CapabilityCallView]:
-        return [call_view(c) for c in await self.runtime.capabilities.open_calls()]
+        calls = await self.runtime.capabilities.open_calls()
+        apps = self.runtime.apps.instances()
+        return [call_view(c, apps) for c in calls]
 
     async def grants(self) -> channel.GrantsFrame:
         gateway = self.runtime.capabilities
         on = await self.runtime.declared_capabilities()
+        names = await self._app_names()
         return channel.GrantsFrame(
             grants=[
-                channel.GrantView(requester=r, capability=c)
+                channel.GrantView(requester=r, label=_grant_label(r, names), capability=c)
                 for r, c in sorted(gateway.remembered())
             ],
             capabilities=[
@@ -192,6 +201,16 @@ class HostCapabilities:
                 for n in PROVIDED
             ],
         )
+
+    async def _app_names(self) -> dict[str, str]:
+        """Display names by app scope, of every registered app."""
+        registry = self.runtime.registry
+        names: dict[str, str] = {}
+        for entry in await registry.apps():
+            manifest = await registry.manifest(entry.app_id)
+            if manifest is not None:
+                names[entry.app_scope] = manifest.name
+        return names
 
     # --- the upload of a picked file --------------------------------------------------------
 
@@ -277,7 +296,8 @@ class CapabilityTab:
         for call in event.calls:
             if call.state not in OPEN:
                 self.claimed.discard(call.key)
-        return _encode(channel.CapabilitiesFrame(calls=[call_view(c) for c in event.calls]))
+        apps = self.host.runtime.apps.instances()
+        return _encode(channel.CapabilitiesFrame(calls=[call_view(c, apps) for c in event.calls]))
 
     async def answer(self, frame: channel.CapabilityFrame) -> list[bytes]:
         if isinstance(frame, channel.GrantsRequest):
@@ -330,7 +350,7 @@ class CapabilityTab:
         log.info(
             "capability claimed", extra={"call_id": key.call_id, "capability": call.capability}
         )
-        return [run_frame(call, token)]
+        return [run_frame(call, self.host.runtime.apps.instances(), token)]
 
     async def _done(self, key: CallKey, frame: channel.CapabilityDone) -> bytes:
         if key not in self.claimed:
@@ -384,6 +404,12 @@ def safe_name(header: str) -> str:
     name = name.replace("\\", "/").rsplit("/", 1)[-1]
     name = "".join(c for c in name if unicodedata.category(c)[0] != "C").strip()
     return name[:200] or "file"
+
+
+def _grant_label(requester: str, names: dict[str, str]) -> str:
+    """``agent:<id>`` as the id, ``app:<scope>`` as the app's name (else its scope)."""
+    kind, _, who = requester.partition(":")
+    return names.get(who, who) if kind == "app" else who
 
 
 def artifact_headers(name: str, media_type: str) -> dict[str, str]:

@@ -306,9 +306,18 @@ class AppInstanceView(msgspec.Struct, frozen=True, kw_only=True):
 
     instance_id: str
     app_scope: str
+    """For tooltips and developer views; people read ``label``."""
     state: str
     """``starting``, ``foreground``, ``background``, ``suspended`` or ``stopping``."""
     started_at: str
+    name: str
+    """The app's display name (the scope, for a scope no registered app has)."""
+    ordinal: int
+    """Which live instance of its app this is (1 for the first); fixed for its life."""
+    label: str
+    """What to call it: ``name``, with ``ordinal`` from 2 on ("Task Dashboard 2")."""
+    icon: str
+    """The app's icon on the shell origin (a generic one when the app has none)."""
 
 
 class AppsView(msgspec.Struct, frozen=True, kw_only=True):
@@ -329,6 +338,12 @@ class AppSessionView(msgspec.Struct, frozen=True, kw_only=True):
     conversation_id: str
     app_scope: str
     instance_id: str
+    name: str
+    """Its instance's ``name``, ``ordinal``, ``label`` and ``icon``, as in the dock
+    (kept after the instance is gone)."""
+    ordinal: int
+    label: str
+    icon: str
     state: Literal["open", "closed"]
     """``closed``: read-only history (its pending questions stay answerable)."""
     opened_at: str
@@ -357,7 +372,10 @@ class CapabilityCallView(msgspec.Struct, frozen=True, kw_only=True, omit_default
     call_id: str
     requester_kind: str
     requester: str
-    """The agent's id, or the app's scope."""
+    """The agent's id, or the app's scope (for tooltips)."""
+    requester_label: str
+    """What to call the requester: the agent's id, or the app instance's label
+    ("Task Dashboard 2")."""
     capability: str
     risk: str
     runs_in: str
@@ -560,6 +578,8 @@ class CapabilityReceipt(
 class GrantView(msgspec.Struct, frozen=True, kw_only=True):
     requester: str
     """``agent:<id>`` or ``app:<scope>``."""
+    label: str
+    """The agent's id, or the app's display name."""
     capability: str
 
 
@@ -603,6 +623,9 @@ class CentreAppView(msgspec.Struct, frozen=True, kw_only=True):
     """A newer version the catalog offers (never moved to by itself)."""
     unavailable: str | None
     """Why no version may run: ``version_revoked``, ``key_revoked``; else ``None``."""
+    running: int = 0
+    """Its live instances (turning it off or removing it closes them: the shell asks
+    first)."""
 
 
 class OfferView(msgspec.Struct, frozen=True, kw_only=True):
@@ -613,6 +636,9 @@ class OfferView(msgspec.Struct, frozen=True, kw_only=True):
     version: str
     publisher: PublisherView
     permissions: list[str]
+    name: str = ""
+    """The app's display name, signed in its release (empty: the release names none,
+    and the shell shows the app id)."""
 
 
 class CatalogStateView(msgspec.Struct, frozen=True, kw_only=True):

@@ -38,6 +38,7 @@ from lineup.runtime.markdown import render_markdown, render_plain
 from lineup.runtime.records import ARTIFACT_ROW, InteractionRecord, TimelineItem
 
 from .channel import AppInstanceView, AppSessionView, AppsView, ItemKind, ItemView
+from .names import icon_url, instance_label, name_or_scope, record_label
 
 Kind = ItemKind
 
@@ -227,6 +228,10 @@ def apps_view(instances: Instances) -> AppsView:
                 app_scope=r.app_scope,
                 state=str(r.state),
                 started_at=r.started_at.astimezone(UTC).isoformat(timespec="milliseconds"),
+                name=name_or_scope(r.name, r.app_scope),
+                ordinal=r.ordinal,
+                label=record_label(r),
+                icon=icon_url(r.app_scope),
             )
             for r in instances.records.values()
             if r.state in LIVE
@@ -240,11 +245,16 @@ def group_view(group: AppSessionGroup) -> AppSessionView:
     """A sub-session as one IM group: its interactions, as cards, and its files."""
     rows = sorted((*group.interactions, *group.files), key=lambda i: i.id)
     items = [item_view(i) for i in rows]
+    name = name_or_scope(group.app_name, group.app_scope)
     return AppSessionView(
         app_session_id=group.id,
         conversation_id=group.conversation_id,
         app_scope=group.app_scope,
         instance_id=group.instance_id,
+        name=name,
+        ordinal=group.ordinal,
+        label=instance_label(name, group.ordinal),
+        icon=icon_url(group.app_scope),
         state="open" if group.state == "open" else "closed",
         opened_at=group.opened_at,
         closed_at=group.closed_at,

@@ -426,11 +426,26 @@ def open_app_session(
     instance_id: str,
     now: str,
     continues: str | None = None,
+    *,
+    name: str = "",
+    ordinal: int = 1,
 ) -> None:
+    """``name`` and ``ordinal``: its instance's, kept with the group (shown after the
+    instance's record is gone)."""
     conn.execute(
         "INSERT INTO app_sessions (id, conversation_id, agent_id, app_scope, instance_id, state,"
-        " opened_at, continues) VALUES (?, ?, ?, ?, ?, 'open', ?, ?)",
-        (app_session_id, conversation_id, agent_id, app_scope, instance_id, now, continues),
+        " opened_at, continues, app_name, ordinal) VALUES (?, ?, ?, ?, ?, 'open', ?, ?, ?, ?)",
+        (
+            app_session_id,
+            conversation_id,
+            agent_id,
+            app_scope,
+            instance_id,
+            now,
+            continues,
+            name,
+            ordinal,
+        ),
     )
 
 

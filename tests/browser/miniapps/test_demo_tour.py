@@ -44,7 +44,7 @@ async def test_the_demo_agent_opens_and_drives_the_reference_apps(
         )
         await screenshot("demo-whiteboard")
         names = await page.locator(".dock-item .dock-name").all_text_contents()
-        assert sorted(names) == ["task-dashboard", "whiteboard"]
+        assert sorted(names) == ["Task Dashboard", "Whiteboard"]
     page_watch.assert_clean()
 
 

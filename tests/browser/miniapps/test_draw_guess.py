@@ -420,7 +420,7 @@ async def test_closing_the_app_while_the_agent_waits_for_a_guess_cancels_the_cal
             conversation.call_tool("draw-guess.next_guess", {"round_id": round_id})
         )
         await expect(frame.locator("#waiting")).to_be_visible()
-        await page.get_by_role("button", name="Close draw-guess").click()
+        await page.get_by_role("button", name="Close Draw & Guess").click()
         with pytest.raises(ToolCallError) as closed:
             await waiting
         assert (closed.value.status, closed.value.code) == ("cancelled", "app_closed")
@@ -457,7 +457,7 @@ async def test_the_game_survives_a_runtime_restart(
     async with serving(appserver, pair, data_dir) as restarted:
         await page.goto(restarted.url + "/")
         await expect(page.locator("#connection")).to_have_attribute("data-state", "connected")
-        await page.get_by_role("button", name=re.compile("Bring to front: draw-guess")).click()
+        await page.get_by_role("button", name=re.compile("Bring to front: Draw & Guess")).click()
         frame = await started(page)
         await expect(frame.locator("#ink path")).to_have_count(1)
         await expect(frame.locator("#guesses li")).to_have_text(["moon"])

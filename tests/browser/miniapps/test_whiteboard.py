@@ -97,7 +97,7 @@ async def export_through_consent(
     call = asyncio.create_task(conversation.call_tool("whiteboard.export", arguments))
     dialog = page.locator("dialog#consent")
     await expect(dialog).to_be_visible()
-    await expect(dialog.locator(".consent-who")).to_contain_text("whiteboard")
+    await expect(dialog.locator(".consent-who")).to_have_text("Asked by the app Whiteboard")
     await dialog.get_by_role("button", name="Allow" if allow else "Deny").click()
     await expect(dialog).to_be_hidden()
     return await call
@@ -351,7 +351,7 @@ async def test_the_board_survives_a_reload_and_a_runtime_restart(
     async with serving(appserver, pair, data_dir) as restarted:
         await page.goto(restarted.url + "/")
         await expect(page.locator("#connection")).to_have_attribute("data-state", "connected")
-        await page.get_by_role("button", name=re.compile("Bring to front: whiteboard")).click()
+        await page.get_by_role("button", name=re.compile("Bring to front: Whiteboard")).click()
         frame = app_frame(page)
         await expect(frame.locator("body")).to_have_attribute("data-ready", "true")
         await expect(frame.locator("#count")).to_have_text("2 strokes")

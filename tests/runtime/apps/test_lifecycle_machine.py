@@ -6,7 +6,9 @@ instance (none when none is live), at most one instance is in the foreground and
 is the top of the stack, the stack holds exactly the live instances, stopped and
 failed instances never come back, effects agree with the change of value, close
 effects come in the order of spec 002 §7.2, and a restart leaves nothing starting or
-stopping.
+stopping. Instances of two app scopes are opened (some continuing an earlier one): each
+gets the lowest ordinal no live instance of its scope holds (its parent's when that is
+free), live instances of a scope never share one, and an ordinal never changes.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from lineup.runtime.apps.focus import (
     StopToolDelivery,
     recover,
 )
-from lineup.runtime.apps.lifecycle import State
+from lineup.runtime.apps.lifecycle import FINAL, State
 
 T0 = datetime(2026, 8, 4, 9, 0, tzinfo=UTC)
 MAX_LIVE = 4
@@ -54,6 +56,8 @@ class Model:
     focus: str | None = None
     ended_at: dict[str, datetime] = field(default_factory=dict)
     opened_at: dict[str, datetime] = field(default_factory=dict)
+    scope: dict[str, str] = field(default_factory=dict)
+    ordinal: dict[str, int] = field(default_factory=dict)
 
     def hand_focus_on(self, leaving: str) -> list[object]:
         """The effects of giving focus to the highest instance that is running in
@@ -133,11 +137,24 @@ class LifecycleMachine(RuleBasedStateMachine):
 
     # rules
 
-    @rule(front=st.booleans())
-    def open(self, front: bool) -> None:
+    @rule(
+        front=st.booleans(),
+        scope=st.sampled_from(["test-app", "other-app"]),
+        parent=st.none() | pick,
+    )
+    def open(self, front: bool, scope: str, parent: int | None) -> None:
         iid = f"app-{len(self.ids)}"
         now = self.tick()
-        out = self.value.open(iid, "test-app", now=now, foreground=front, max_live=MAX_LIVE)
+        parent_id = None if parent is None else self.choose(parent)
+        out = self.value.open(
+            iid,
+            scope,
+            now=now,
+            foreground=front,
+            max_live=MAX_LIVE,
+            parent_instance_id=parent_id,
+            name=scope.title(),
+        )
         m = self.model
         if sum(s in ALIVE for s in m.state.values()) >= MAX_LIVE:
             assert out == Outcome(self.value, (), ErrorCode.LIFECYCLE_DENIED)
@@ -146,7 +163,18 @@ class LifecycleMachine(RuleBasedStateMachine):
         self.ids.append(iid)
         assert isinstance(out.effects[0], InstanceOpened)
         assert out.effects[0].record.started_at == now
+        assert out.effects[0].record.name == scope.title()
         assert out.effects[1] == OpenAppSession(iid)
+        taken = {m.ordinal[i] for i, s in m.state.items() if s in ALIVE and m.scope[i] == scope}
+        lowest = min(n for n in range(1, MAX_LIVE + 2) if n not in taken)
+        kept = parent_id in m.state and m.scope[parent_id] == scope
+        if kept and m.ordinal[parent_id] not in taken:
+            lowest = m.ordinal[parent_id]
+            event("open: continues with its parent's ordinal")
+        assert out.effects[0].record.ordinal == lowest
+        event(f"open: ordinal {lowest}")
+        m.scope[iid] = scope
+        m.ordinal[iid] = lowest
         m.state[iid] = "starting"
         m.opened_at[iid] = now
         if front:
@@ -379,6 +407,15 @@ class LifecycleMachine(RuleBasedStateMachine):
         assert len(in_front) <= 1
         if in_front:
             assert in_front == [v.focus] == [v.stack[-1]] == [v.foreground]
+
+    @invariant()
+    def ordinals_tell_live_instances_of_a_scope_apart(self) -> None:
+        live = [r for r in self.value.records.values() if r.state not in FINAL]
+        for scope in {r.app_scope for r in live}:
+            ordinals = [r.ordinal for r in live if r.app_scope == scope]
+            assert len(ordinals) == len(set(ordinals))
+        for iid, record in self.value.records.items():
+            assert record.ordinal == self.model.ordinal[iid]  # never renumbered
 
     @invariant()
     def ended_instances_never_come_back(self) -> None:

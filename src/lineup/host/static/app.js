@@ -31,8 +31,17 @@ import {
   resetCards,
   tick,
   trackInteraction,
+  waitsForAnswer,
 } from "./cards.js";
-import { focusedRecord, initDock, onAppReceipt, onApps, request as requestApp } from "./dock.js";
+import {
+  appIcon,
+  focusedRecord,
+  initDock,
+  onAppReceipt,
+  onApps,
+  request as requestApp,
+  setWaiting,
+} from "./dock.js";
 import { initSurfaces, onAppPush, onAppReply, onMounted, resetSurfaces } from "./surfaces.js";
 import {
   initUiCards,
@@ -217,7 +226,8 @@ function renderGroup(group, li) {
   details.addEventListener("toggle", () => groupOpen.set(id, details.open));
   const summary = el("summary", "group-head");
   summary.append(
-    el("span", "group-scope"),
+    appIcon(group.data.icon, "group-icon"),
+    el("span", "group-name"),
     el("span", "group-state"),
     el("span", "group-count"),
     el("span", "group-waiting", "waiting for your answer"),
@@ -244,7 +254,10 @@ function updateGroup(group, li) {
   li.className = `item app-session session-${data.state}${waiting ? " waiting" : ""}`;
   li.dataset.sessionState = data.state;
   li.dataset.waiting = String(waiting);
-  li.querySelector(".group-scope").textContent = data.app_scope;
+  // Called as the dock calls its instance ("Task Dashboard 2"); the scope is a tooltip.
+  const name = li.querySelector(".group-name");
+  name.textContent = data.label || data.app_scope;
+  name.title = data.app_scope;
   li.querySelector(".group-state").textContent = GROUP_STATE_TEXT[data.state] || data.state;
   const cards = items.filter((item) => item.kind === "interaction").length;
   const count = Math.max(data.count, cards);
@@ -256,7 +269,10 @@ function updateGroup(group, li) {
   li.querySelector(".group-waiting").hidden = !waiting;
   const closed = data.state === "closed";
   li.querySelector(".group-continue").hidden = !closed;
-  li.querySelector(".group-continue").setAttribute("aria-label", `Continue this ${data.app_scope} work`);
+  li.querySelector(".group-continue").setAttribute(
+    "aria-label",
+    `Continue this ${data.label || data.app_scope} work`,
+  );
   li.querySelector(".group-continues").hidden = !data.continues;
   li.querySelector(".group-foot").hidden = !closed && !data.continues;
   const list = li.querySelector(".group-items");
@@ -414,6 +430,38 @@ function redraw() {
   $("older").hidden = state.complete || !state.floor;
   acknowledgeShown();
   refreshOverlay();
+  refreshWaiting();
+}
+
+// --- questions waiting ----------------------------------------------------------------
+
+const TITLE = document.title;
+
+// How many questions wait for the person: per running instance (the dock marks them:
+// those of its open sub-session, as its question panel shows them) and in all (the
+// tab's title says "(2) LineUp", so a tab in the background tells the person too).
+function refreshWaiting() {
+  const byInstance = new Map();
+  let total = 0;
+  for (const group of state.groups.values()) {
+    if (group.conversation_id !== state.conversation?.id) continue;
+    let count = 0;
+    for (const item of group.data.items) {
+      if (waitsForAnswer(state.items.get(item.key) || item)) count += 1;
+    }
+    total += count;
+    if (count && group.data.state === "open") {
+      byInstance.set(group.data.instance_id, (byInstance.get(group.data.instance_id) || 0) + count);
+    }
+  }
+  for (const item of state.items.values()) {
+    if (item.conversation_id === state.conversation?.id && !item.data?.app_session_id && waitsForAnswer(item)) {
+      total += 1;
+    }
+  }
+  setWaiting(byInstance);
+  const title = total ? `(${total}) ${TITLE}` : TITLE;
+  if (document.title !== title) document.title = title;
 }
 
 // The common frame changes one row that stays where it is (a reply appended at the
@@ -603,7 +651,10 @@ function onItem(item) {
   }
   upsert(item);
   if (!placeOne(item)) redraw();
-  if (item.kind === "interaction") interactionArrived(item, before);
+  if (item.kind === "interaction") {
+    interactionArrived(item, before);
+    refreshWaiting();
+  }
 }
 
 function onFrame(frame) {
@@ -827,5 +878,8 @@ $("app-area-back").addEventListener("click", toNewest);
 document.addEventListener("visibilitychange", acknowledgeShown);
 // Drafts leave before the page does (a reload keeps them in the Runtime).
 window.addEventListener("pagehide", flushDrafts);
-setInterval(tick, 1000);
+setInterval(() => {
+  tick();
+  refreshWaiting(); // a question that runs out of time stops waiting
+}, 1000);
 connect();

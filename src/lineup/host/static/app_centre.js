@@ -5,6 +5,8 @@
 // the catalog's apps not installed (with "Install": the newest version it offers), and
 // whether the catalog is a development one. The Runtime decides every action; the
 // panel only asks (`apps_action`) and shows the receipt's words when it refuses.
+// Turning off or removing an app closes its running instances (the frame says how many
+// run): the panel asks first, saying how many will close, with a way back.
 
 import { $, announce, el, showToast, trapFocus } from "./dom.js";
 import { wordsFor } from "./consent.js";
@@ -12,11 +14,12 @@ import { wordsFor } from "./consent.js";
 let send = null;
 let dialog = null;
 let returnFocus = null;
-let toastHome = null;
+let toastHome = null; // where the toasts go back to: { parent, next }
 let last = null; // the last app_centre frame
 let frames = 0; // how many app_centre frames came
 const pending = new Map(); // app_id (or "" for refresh) -> { action, frames } until its receipt
 const confirming = new Set(); // app ids whose "Remove" waits for its confirm step
+const turningOff = new Set(); // app ids whose "Off" waits for its confirm step
 
 const UNAVAILABLE = {
   version_revoked: "Revoked by the publisher \u2014 no earlier verified version",
@@ -56,6 +59,18 @@ const TIME_FORMAT = new Intl.DateTimeFormat([], {
   hour: "2-digit",
   minute: "2-digit",
 });
+
+function closesText(running) {
+  if (!running) return "";
+  return running === 1 ? "1 running instance will close." : `${running} running instances will close.`;
+}
+
+// The app's name, from the last frame (the Runtime's), for words about it.
+function appName(appId) {
+  const app = last?.apps.find((a) => a.app_id === appId);
+  const offer = last?.offers.find((o) => o.app_id === appId);
+  return app?.name || offer?.name || appId;
+}
 
 function unavailableText(code) {
   return UNAVAILABLE[code] || "This app has no version it may run";
@@ -140,7 +155,9 @@ function build() {
   dialog.append(head, catalog, installed, offered);
   dialog.addEventListener("close", () => {
     confirming.clear();
-    if (toastHome) toastHome.append($("toasts")); // the toasts go back under the shell
+    turningOff.clear();
+    // The toasts go back to their place in the shell, above the composer.
+    if (toastHome) toastHome.parent.insertBefore($("toasts"), toastHome.next);
     if (returnFocus && returnFocus.isConnected) returnFocus.focus();
     returnFocus = null;
   });
@@ -155,7 +172,7 @@ export function initAppCentre(context) {
     if (!send({ op: "apps" })) return;
     returnFocus = document.activeElement;
     // A modal dialog makes the rest of the page inert: its toasts show inside it.
-    toastHome = $("toasts").parentElement;
+    toastHome = { parent: $("toasts").parentElement, next: $("toasts").nextSibling };
     dialog.append($("toasts"));
     dialog.showModal();
     dialog.querySelector(".apps-close").focus();
@@ -226,10 +243,37 @@ function installedRow(app) {
   box.setAttribute("aria-label", `${app.name} on`);
   box.addEventListener("change", () => {
     if (waiting) box.checked = enabled;
-    else act(box.checked ? "enable" : "disable", app.app_id);
+    else if (!box.checked && app.running > 0) {
+      // Its instances would close: ask first (the switch stays on meanwhile).
+      box.checked = true;
+      turningOff.add(app.app_id);
+      render(`${app.app_id}:keep-on`);
+    } else act(box.checked ? "enable" : "disable", app.app_id);
   });
   toggle.append(box, el("span", "apps-switch-text", enabled ? "On" : "Off"));
   actions.append(toggle);
+  if (turningOff.has(app.app_id)) {
+    const question = `Turn off ${app.name}? ${closesText(app.running)}`;
+    const ask = el("div", "apps-confirm apps-confirm-off");
+    ask.setAttribute("role", "group");
+    ask.setAttribute("aria-label", question);
+    ask.append(el("span", "apps-confirm-text", question));
+    const cancel = button("secondary apps-cancel", "Cancel", () => {
+      turningOff.delete(app.app_id);
+      render(`${app.app_id}:switch`);
+    });
+    cancel.dataset.focus = `${app.app_id}:keep-on`;
+    cancel.setAttribute("aria-label", `Cancel: keep ${app.name} on`);
+    const yes = button("danger apps-off-yes", "Turn off", () => {
+      turningOff.delete(app.app_id);
+      act("disable", app.app_id);
+    });
+    busy(yes, waiting);
+    yes.dataset.focus = `${app.app_id}:off-yes`;
+    yes.setAttribute("aria-label", `Yes, turn off ${app.name}`);
+    ask.append(cancel, yes);
+    actions.append(ask);
+  }
 
   if (app.update && !app.unavailable) {
     const update = button("primary apps-update", `Update to ${app.update}`, () =>
@@ -244,8 +288,9 @@ function installedRow(app) {
     if (confirming.has(app.app_id)) {
       const ask = el("div", "apps-confirm");
       ask.setAttribute("role", "group");
-      ask.setAttribute("aria-label", `Remove ${app.name}?`);
-      ask.append(el("span", "apps-confirm-text", `Remove ${app.name}?`));
+      const question = `Remove ${app.name}? ${closesText(app.running)}`.trim();
+      ask.setAttribute("aria-label", question);
+      ask.append(el("span", "apps-confirm-text", question));
       const cancel = button("secondary apps-cancel", "Keep", () => {
         confirming.delete(app.app_id);
         render(`${app.app_id}:remove`);
@@ -279,8 +324,13 @@ function offerRow(offer) {
   const li = el("li", "apps-row");
   li.dataset.appId = offer.app_id;
   const text = el("div", "apps-text");
-  text.append(heading(offer.app_id, offer.version, publisherText(offer.publisher), "publisher"));
-  text.append(el("p", "apps-meta", `key ${offer.publisher.key_id}`));
+  // Called by the name its publisher signed; the id is a detail (older releases name
+  // none: then the id is all there is).
+  const name = offer.name || offer.app_id;
+  text.append(heading(name, offer.version, publisherText(offer.publisher), "publisher"));
+  const meta = offer.name ? [offer.app_id] : [];
+  meta.push(`key ${offer.publisher.key_id}`);
+  text.append(el("p", "apps-meta", meta.join(" \u00b7 ")));
   text.append(chips(offer.permissions));
   const actions = el("div", "apps-actions");
   const install = button("primary apps-install", "Install", () =>
@@ -288,7 +338,7 @@ function offerRow(offer) {
   );
   busy(install, pending.has(offer.app_id));
   install.dataset.focus = `${offer.app_id}:install`;
-  install.setAttribute("aria-label", `Install ${offer.app_id} ${offer.version}`);
+  install.setAttribute("aria-label", `Install ${name} ${offer.version}`);
   actions.append(install);
   li.append(text, actions);
   return li;
@@ -333,6 +383,11 @@ export function onAppCentre(frame) {
   // A row whose app went away cannot wait for its confirm step any longer.
   const ids = new Set(frame.apps.map((app) => app.app_id));
   for (const id of confirming) if (!ids.has(id)) confirming.delete(id);
+  // Nothing left to close (or already off): turning off needs no question any more.
+  for (const id of turningOff) {
+    const app = frame.apps.find((a) => a.app_id === id);
+    if (!app || !app.enabled || !app.running) turningOff.delete(id);
+  }
   render();
 }
 
@@ -355,11 +410,12 @@ export function onAppsReceipt(frame) {
   // Done: the fresh frame that says so is on its way (drawing the old one now would
   // flicker), unless it already came.
   if (frame.outcome !== "ok" || !asked || frames > asked.frames) render();
+  const name = frame.app_id ? appName(frame.app_id) : "";
   if (frame.outcome === "ok") {
-    const what = frame.version ? `${frame.app_id} ${frame.version}` : frame.app_id || "";
+    const what = frame.version ? `${name} ${frame.version}` : name;
     announce(`${DONE[frame.action] || "Done"}${what ? `: ${what}` : ""}.`);
     return;
   }
-  const title = `${FAILED[frame.action] || "Not done"}${frame.app_id ? `: ${frame.app_id}` : ""}`;
+  const title = `${FAILED[frame.action] || "Not done"}${name ? `: ${name}` : ""}`;
   showToast("error apps-toast", toastBody(frame.message || frame.outcome, title));
 }

@@ -74,6 +74,11 @@ function cardState(item) {
   return "pending";
 }
 
+// Whether a card still waits for the person's answer (a question, pending here too).
+export function waitsForAnswer(item) {
+  return item.kind === "interaction" && item.data.kind !== "notice" && cardState(item) === "pending";
+}
+
 function remainingText(ms) {
   const seconds = Math.max(0, Math.ceil(ms / 1000));
   if (seconds >= 3600) {

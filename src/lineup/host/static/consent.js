@@ -48,8 +48,11 @@ export function wordsFor(capability) {
   return WORDS[capability] || capability;
 }
 
-export function requesterText(kind, requester) {
-  return kind === "app" ? `the app ${requester}` : `the agent ${requester}`;
+// Who asks, as the person knows them: "the app Task Dashboard 2" (the Runtime's label
+// for the instance) or "the agent <id>".
+export function requesterText(call) {
+  const who = call.requester_label || call.requester;
+  return call.requester_kind === "app" ? `the app ${who}` : `the agent ${who}`;
 }
 
 // --- the dialog ---------------------------------------------------------------------------
@@ -134,7 +137,9 @@ function renderDialog(call) {
   title.id = "consent-title";
   const who = el("p", "consent-who");
   who.id = "consent-who";
-  who.append("Asked by ", el("strong", null, requesterText(call.requester_kind, call.requester)));
+  const name = el("strong", null, requesterText(call));
+  name.title = call.requester; // the app's scope, or the agent's id
+  who.append("Asked by ", name);
   head.append(queue, title, who);
 
   const reason = el("section", "consent-reason");

@@ -3,7 +3,12 @@
 // snapshot's `apps`, then an `apps` frame on every change) and sends back only requests:
 // {op: "app", action: "foreground" | "background" | "close" | "continue", instance_id}. Each is
 // answered with an `app_receipt`; a refusal is said in the dock, never guessed at here.
-// Everything is built with textContent: app scopes and ids are data.
+// Everything is built with textContent: app names, scopes and ids are data.
+//
+// Each entry is called by the label the Runtime gives it (`label`: the app's name, with
+// a number for a second live instance of one app, "Task Dashboard 2"), with its app's
+// icon; the app scope shows only in its tooltip. An entry whose app has questions
+// waiting for the person says so (`setWaiting`, from the sub-session groups).
 
 import { $, announce, el } from "./dom.js";
 import { syncSurfaces } from "./surfaces.js";
@@ -27,6 +32,7 @@ const dock = {
   onFocus: () => {}, // told after every change of the instances or the focus
   apps: { records: [], stack: [], focus: null },
   pending: null, // the control keyboard focus returns to (see renderDock)
+  waiting: new Map(), // instance id -> how many of its questions wait for an answer
 };
 
 export function initDock({ send, onFocus }) {
@@ -43,9 +49,36 @@ export function focusedRecord() {
   return dock.apps.records.find((r) => r.instance_id === dock.apps.focus) || null;
 }
 
-// The name to show for an instance (the registry's display names come with issue 6).
-function nameOf(record) {
-  return record.app_scope;
+// What to call an instance: the Runtime's label for it ("Task Dashboard 2").
+export function nameOf(record) {
+  return record.label || record.app_scope;
+}
+
+// The app's icon, decorative: the label next to it says what it is.
+export function appIcon(url, className) {
+  const img = el("img", className);
+  img.alt = "";
+  img.setAttribute("aria-hidden", "true");
+  img.width = 20;
+  img.height = 20;
+  img.decoding = "async";
+  if (url) img.src = url;
+  return img;
+}
+
+function waitingText(count) {
+  return count === 1 ? "1 question waiting" : `${count} questions waiting`;
+}
+
+// How many questions wait in each instance's open sub-session (app.js counts them
+// from the groups the Runtime sends); the dock marks those entries.
+export function setWaiting(counts) {
+  const same =
+    counts.size === dock.waiting.size &&
+    [...counts].every(([id, count]) => dock.waiting.get(id) === count);
+  if (same) return;
+  dock.waiting = counts;
+  renderDock();
 }
 
 // Also used by the IM's sub-session groups ("Continue" on ended work).
@@ -80,7 +113,19 @@ function renderEntry(record, focused) {
   const closing = record.state === "stopping";
   const front = button("dock-front", "", "Bring to front:", "foreground", record, closing);
   if (focused) front.setAttribute("aria-current", "true");
-  front.append(el("span", "dock-name", nameOf(record)));
+  const waiting = dock.waiting.get(record.instance_id) || 0;
+  li.dataset.waiting = String(waiting);
+  const head = el("span", "dock-head");
+  head.append(appIcon(record.icon, "dock-icon"), el("span", "dock-name", nameOf(record)));
+  if (waiting) {
+    // Seen (the amber count) and heard (in the button's name).
+    const mark = el("span", "dock-waiting", String(waiting));
+    mark.setAttribute("aria-hidden", "true");
+    head.append(mark);
+    front.setAttribute("aria-label", `Bring to front: ${nameOf(record)}, ${waitingText(waiting)}`);
+  }
+  front.title = `${nameOf(record)} (${record.app_scope})${waiting ? ` \u00b7 ${waitingText(waiting)}` : ""}`;
+  front.append(head);
   front.append(el("span", `dock-state state-${record.state}`, STATE_TEXT[record.state] || record.state));
   const back = button(
     "dock-back",
@@ -137,6 +182,9 @@ function renderArea() {
   if (!record) return;
   area.dataset.instanceId = record.instance_id;
   $("app-area-title").textContent = nameOf(record);
+  $("app-area-title").title = `${nameOf(record)} (${record.app_scope})`;
+  const icon = $("app-area-icon");
+  if (icon.getAttribute("src") !== record.icon) icon.src = record.icon;
   $("app-area-state").textContent = STATE_TEXT[record.state] || record.state;
   $("app-area-back").setAttribute("aria-label", `Back to chat (send ${nameOf(record)} to background)`);
 }

@@ -1,15 +1,19 @@
 // LineUp shell: questions over the app in front (spec 002 §7.3). While an app instance
-// holds focus, the agent's pending questions of its sub-session show as cards in an
-// overlay above the app's surface, so the person answers where they are looking. The
-// overlay is part of the shell page: the app's sandboxed frame sits under it and can
-// neither see, answer nor dismiss these cards (the Runtime has no such request either).
+// holds focus, the agent's pending questions of its sub-session show as cards in the
+// shell's question panel in the app area, so the person answers where they are looking.
+// The panel is part of the shell page and takes its own place in the app area (beside
+// the app's frame, or under it on a narrow screen): it covers none of the app's
+// controls, and the app's sandboxed frame can neither see, answer nor dismiss these
+// cards (the Runtime has no such request either). Its background is opaque and its text
+// dark on light, so it reads the same whatever the app shows.
 //
-// A card is shown in one place at a time: in the overlay, or in its IM group. While the
-// overlay shows a card, the group holds a short stand-in that points to it. The person
-// can fold the overlay ("Later"); switching to the chat or to another app folds it too.
+// A card is shown in one place at a time: in the panel, or in its IM group. While the
+// panel shows a card, the group holds a short stand-in that points to it. The person
+// can fold the panel ("Later"); switching to the chat or to another app folds it too.
 // Folded, the cards go back to the group, which says "waiting for your answer", and the
-// app area keeps a bar to unfold them. Coming back to the app unfolds them. Either way
-// there is one card to answer, and the Runtime takes the first answer only.
+// app area's title bar keeps a button to unfold them (in the bar's own space, never
+// over the app). Coming back to the app unfolds them. Either way there is one card to
+// answer, and the Runtime takes the first answer only.
 //
 // This module never imports app.js: initOverlay lends it what it needs.
 //   renderItem(item) -> li       builds a card row (as the timeline does)
@@ -108,13 +112,13 @@ export function refreshOverlay() {
   const overlay = $("app-overlay");
   const wasHidden = overlay.hidden;
   overlay.hidden = items.length === 0;
-  $("app-area-frame").inert = items.length > 0; // the app waits under the question
+  $("app-area").classList.toggle("asking", items.length > 0); // room for the panel
   $("app-overlay-title").textContent =
     items.length > 1 ? `The agent asks (${items.length})` : "The agent asks";
   const bar = $("app-overlay-bar");
   bar.hidden = !(ov.folded && pending.length);
   bar.textContent = `${plural(pending.length)} · Show`;
-  if (wasHidden && items.length) announce("The agent asks a question over the app.");
+  if (wasHidden && items.length) announce("The agent asks a question beside the app.");
 
   // Cards that moved in or out: their groups show them, or a stand-in, again.
   const changed = owned.size !== next.size || [...next.keys()].some((key) => !owned.has(key));
@@ -129,7 +133,7 @@ export function standIn(item) {
   const li = el("li", "item overlaid");
   li.dataset.key = String(item.key);
   li.dataset.interactionId = item.data.interaction_id;
-  const text = el("span", "overlaid-text", "Shown over the app");
+  const text = el("span", "overlaid-text", "Shown beside the app");
   const go = el("button", "overlaid-show", "Go to question");
   go.type = "button";
   go.addEventListener("click", () => showOverlayCard(item.key));

@@ -10,12 +10,13 @@ let send = null;
 let dialog = null;
 let returnFocus = null;
 
-function requesterLabel(requester) {
-  const [kind, ...rest] = requester.split(":");
-  const name = rest.join(":");
+// "Agent <id>" or "App <name>" (the Runtime's `label`: the app's display name).
+function requesterLabel(grant) {
+  const [kind, ...rest] = grant.requester.split(":");
+  const name = grant.label || rest.join(":");
   if (kind === "agent") return `Agent ${name}`;
   if (kind === "app") return `App ${name}`;
-  return requester;
+  return grant.requester;
 }
 
 function build() {
@@ -69,13 +70,13 @@ export function onGrants(frame) {
       const text = el("span", "settings-text");
       text.append(
         el("span", "settings-name", wordsFor(grant.capability)),
-        el("span", "settings-meta", requesterLabel(grant.requester)),
+        el("span", "settings-meta", requesterLabel(grant)),
       );
       const revoke = el("button", "button secondary settings-revoke", "Revoke");
       revoke.type = "button";
       revoke.setAttribute(
         "aria-label",
-        `Revoke ${wordsFor(grant.capability)} for ${requesterLabel(grant.requester)}`,
+        `Revoke ${wordsFor(grant.capability)} for ${requesterLabel(grant)}`,
       );
       revoke.addEventListener("click", () =>
         send({ op: "forget", requester: grant.requester, capability: grant.capability }),

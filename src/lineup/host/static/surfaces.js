@@ -157,7 +157,8 @@ export function onMounted(frame) {
     { app: true },
   );
   handle.frame.classList.add("app-frame");
-  handle.frame.setAttribute("title", `App: ${instanceId}`);
+  const record = frames.apps.records.find((r) => r.instance_id === instanceId);
+  handle.frame.setAttribute("title", `App: ${record?.label || instanceId}`); // as the dock calls it
   frames.mounts.set(instanceId, { handle, mountId });
   frames.byMount.set(mountId, instanceId);
   show();

@@ -33,6 +33,10 @@ The rules:
   (never passed off as done), repairs the stack and focus from whatever was stored,
   and keeps only the newest ``max_final`` stopped or failed records. ``open`` refuses
   more than ``max_live`` live instances, so what a restart restores is bounded.
+- Each instance gets an ordinal when it opens, for people to tell two instances of
+  one app apart ("Task Dashboard 2"): the lowest no live instance of its scope holds
+  (a continued instance takes back its parent's when that is free). It never changes
+  while the instance lives, so live instances of a scope never share one.
 """
 
 from __future__ import annotations
@@ -188,6 +192,20 @@ class Instances:
     def live(self) -> tuple[MiniAppInstanceRecord, ...]:
         return tuple(r for r in self.records.values() if r.state in LIVE)
 
+    def free_ordinal(self, app_scope: str, parent_instance_id: str | None = None) -> int:
+        """The ordinal a new instance of ``app_scope`` gets: the lowest that no live
+        instance of that scope holds (in any conversation: the dock lists them all
+        together), or, for "Continue", the ended instance's own when it is free again,
+        so continued work keeps its name."""
+        taken = {r.ordinal for r in self.live() if r.app_scope == app_scope}
+        parent = None if parent_instance_id is None else self.records.get(parent_instance_id)
+        if parent is not None and parent.app_scope == app_scope and parent.ordinal not in taken:
+            return parent.ordinal
+        ordinal = 1
+        while ordinal in taken:
+            ordinal += 1
+        return ordinal
+
     def open(
         self,
         instance_id: str,
@@ -198,8 +216,10 @@ class Instances:
         parent_instance_id: str | None = None,
         foreground: bool = True,
         max_live: int = MAX_LIVE,
+        name: str = "",
     ) -> Outcome:
-        """Start a new instance, taking focus unless ``foreground`` is false."""
+        """Start a new instance, taking focus unless ``foreground`` is false. ``name``:
+        its app's display name; its ordinal is ``free_ordinal``'s."""
         if instance_id in self.records or len(self.live()) >= max_live:
             return Outcome(self, refusal=ErrorCode.LIFECYCLE_DENIED)
         tx = _Tx(self)
@@ -210,6 +230,8 @@ class Instances:
             state=State.STARTING,
             parent_instance_id=parent_instance_id,
             started_at=now,
+            name=name,
+            ordinal=self.free_ordinal(app_scope, parent_instance_id),
         )
         tx.records[instance_id] = record
         tx.effects += [InstanceOpened(record), OpenAppSession(instance_id)]

@@ -38,6 +38,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+import msgspec
+
 from lineup.protocol import (
     AppSessionClosedEnvelope,
     AppSessionOpenedEnvelope,
@@ -151,7 +153,7 @@ class LifecycleResult:
 
 _RECORD_COLUMNS = (
     "instance_id, app_scope, conversation_id, state, parent_instance_id, started_at,"
-    " stopped_at, error"
+    " stopped_at, error, app_name, ordinal"
 )
 
 
@@ -175,6 +177,8 @@ def _record(row: Sequence[Any]) -> MiniAppInstanceRecord:
         started_at=started_at,
         stopped_at=_time(row[6]),
         error=row[7],
+        name=row[8],
+        ordinal=int(row[9]),
     )
 
 
@@ -201,8 +205,8 @@ def save(conn: Sql, before: Instances, after: Instances) -> None:
             continue
         conn.execute(
             "INSERT INTO app_instances (instance_id, app_scope, conversation_id, state,"
-            " parent_instance_id, started_at, stopped_at, error)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            " parent_instance_id, started_at, stopped_at, error, app_name, ordinal)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (instance_id) DO UPDATE SET state = excluded.state,"
             " stopped_at = excluded.stopped_at, error = excluded.error",
             (
@@ -214,6 +218,8 @@ def save(conn: Sql, before: Instances, after: Instances) -> None:
                 _format(record.started_at),
                 _format(record.stopped_at),
                 record.error,
+                record.name,
+                record.ordinal,
             ),
         )
     if after.stack != before.stack:
@@ -248,7 +254,7 @@ def app_session_envelope_id(app_session_id: str, kind: str) -> str:
 # --- the one transaction -------------------------------------------------------------------
 
 
-def _run(value: Instances, op: Op, now: datetime) -> Outcome:
+def _run(value: Instances, op: Op, now: datetime, name: str = "") -> Outcome:
     a = op.action
     i = op.instance_id
     if a is Action.OPEN:
@@ -260,6 +266,7 @@ def _run(value: Instances, op: Op, now: datetime) -> Outcome:
             parent_instance_id=op.parent_instance_id,
             foreground=op.foreground,
             max_live=op.max_live,
+            name=name,
         )
     if a is Action.STARTED:
         return value.started(i)
@@ -300,7 +307,8 @@ def apply_lifecycle(txn: RuntimeTxn, op: Op, now: str) -> LifecycleResult:
         refusal = ErrorCode.APP_DISABLED
         outcome = Outcome(before, refusal=refusal)
     else:
-        outcome = _run(before, op, when)
+        name = _app_name(txn, op.app_scope) if op.action is Action.OPEN else ""
+        outcome = _run(before, op, when, name)
         refusal = outcome.refusal
     if refusal is not None:
         audit(txn, now, op.actor, f"app.{op.action.value}", subject, "refused", refusal)
@@ -379,6 +387,23 @@ def _disabled(conn: Sql, app_scope: str) -> bool:
     return row is not None and not row[0]
 
 
+class _Named(msgspec.Struct):
+    name: str = ""
+
+
+def _app_name(conn: Sql, app_scope: str) -> str:
+    """The display name of the app that has ``app_scope`` (its version in use), or
+    ``""`` for a scope no app registered."""
+    row = conn.execute(
+        "SELECT v.manifest FROM apps a JOIN app_versions v"
+        " ON v.app_id = a.app_id AND v.version = a.version WHERE a.app_scope = ?",
+        (app_scope,),
+    ).fetchone()
+    if row is None:
+        return ""
+    return msgspec.json.decode(bytes(row[0]), type=_Named).name  # validated when stored
+
+
 def _agent_of(conn: Sql, conversation_id: str) -> str | None:
     row = conn.execute(
         "SELECT agent_id FROM conversations WHERE id = ?", (conversation_id,)
@@ -404,6 +429,8 @@ def _open_app_session(
         record.instance_id,
         now,
         continues,
+        name=record.name,
+        ordinal=record.ordinal,
     )
     txn.execute(
         "UPDATE app_instances SET app_session_id = ? WHERE instance_id = ?",

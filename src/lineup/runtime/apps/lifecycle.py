@@ -136,6 +136,13 @@ class MiniAppInstanceRecord:
     started_at: datetime
     stopped_at: datetime | None = None  # set when it becomes stopped or failed
     error: str | None = None  # why it failed
+    name: str = ""
+    """The app's display name when the instance opened (its manifest's ``name``); empty
+    for a scope no registered app has. Kept for the instance's life, like ``ordinal``."""
+    ordinal: int = 1
+    """Which instance of its app this is, for people: the lowest number no other live
+    instance of the same scope held when it opened (``focus.Instances.open``). Never
+    changes while it lives, so "Task Dashboard 2" stays 2 when the first one closes."""
 
 
 @dataclass(frozen=True, slots=True)

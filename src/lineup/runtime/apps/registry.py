@@ -92,6 +92,7 @@ __all__ = [
     "find_tool",
     "grant_capability",
     "granted",
+    "icon_of",
     "install",
     "manifest_of",
     "publish_app_list",
@@ -385,6 +386,34 @@ def surface_of_version(
         ).fetchall()
     )
     return surface_source(manifest, {k: bytes(v) for k, v in files.items()}, surface_id)
+
+
+ICON_TYPES = {".png": "image/png", ".svg": "image/svg+xml", ".webp": "image/webp"}
+"""The media type of an icon, by the suffix its manifest path must have."""
+
+
+def icon_of(conn: Sql, app_scope: str) -> tuple[bytes, str] | None:
+    """The icon of the version in use of the app with ``app_scope`` and its media
+    type, from its stored files; ``None`` without one (or, for an installed app, while
+    its version is not a verified, unrevoked release, as for its surfaces)."""
+    row = conn.execute(
+        "SELECT app_id, version FROM apps WHERE app_scope = ?", (app_scope,)
+    ).fetchone()
+    if row is None:
+        return None
+    app_id, version = row[0], row[1]
+    manifest = manifest_of(conn, app_id, version)
+    if manifest is None or manifest.icon is None:
+        return None
+    if manifest.kind == "installed" and not runnable_release(conn, app_id, version):
+        return None
+    found = conn.execute(
+        "SELECT body FROM app_files WHERE app_id = ? AND version = ? AND path = ?",
+        (app_id, version, manifest.icon),
+    ).fetchone()
+    if found is None:
+        return None
+    return bytes(found[0]), ICON_TYPES[manifest.icon[manifest.icon.rindex(".") :]]
 
 
 def runnable_release(conn: Sql, app_id: str, version: str) -> bool:
@@ -689,6 +718,10 @@ class AppRegistry:
         self, app_id: str, version: str, surface_id: str | None
     ) -> SurfaceSource | None:
         return await self._store.db.read(surface_of_version, app_id, version, surface_id)
+
+    async def icon(self, app_scope: str) -> tuple[bytes, str] | None:
+        """The icon of the app with ``app_scope`` and its media type (``icon_of``)."""
+        return await self._store.db.read(icon_of, app_scope)
 
     async def enable(self, app_id: str) -> AppEntry:
         return await self._set(app_id, True)

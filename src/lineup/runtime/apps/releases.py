@@ -97,6 +97,8 @@ class Offer:
     version: str
     key_id: str
     permissions: tuple[str, ...]
+    name: str = ""
+    """The display name its release signs (empty for a release that names none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +116,7 @@ class CentreApp:
     permissions: tuple[str, ...]
     versions: tuple[str, ...]
     update: str | None
+    app_scope: str = ""
 
 
 # --- trust ------------------------------------------------------------------------------------
@@ -437,7 +440,9 @@ def _offers(conn: Sql) -> dict[str, Offer]:
             continue
         held = best.get(app_id)
         if held is None or compare_semver(version, held.version) > 0:
-            best[app_id] = Offer(app_id, version, release.key_id, tuple(release.permissions))
+            best[app_id] = Offer(
+                app_id, version, release.key_id, tuple(release.permissions), release.name
+            )
     return best
 
 
@@ -476,6 +481,7 @@ def app_centre(conn: Sql) -> tuple[list[CentreApp], list[Offer], dict[str, objec
                 permissions=tuple(manifest.permissions) if manifest else (),
                 versions=entry.versions,
                 update=update,
+                app_scope=entry.app_scope,
             )
         )
     row = conn.execute(

@@ -63,14 +63,21 @@ class AppSessionGroup:
     kept, oldest first."""
     file_count: int = 0
     """Files its instance kept, all of them."""
+    app_name: str = ""
+    """Its instance's app display name and ordinal, as they were when it opened
+    (``MiniAppInstanceRecord.name``/``ordinal``)."""
+    ordinal: int = 1
 
 
-_COLUMNS = "id, conversation_id, app_scope, instance_id, state, opened_at, closed_at, continues"
+_COLUMNS = (
+    "id, conversation_id, app_scope, instance_id, state, opened_at, closed_at, continues,"
+    " app_name, ordinal"
+)
+
+_Row = tuple[str, str, str, str, str, str, str | None, str | None, str, int]
 
 
-def _group(
-    conn: Sql, row: tuple[str, str, str, str, str, str, str | None, str | None]
-) -> AppSessionGroup:
+def _group(conn: Sql, row: _Row) -> AppSessionGroup:
     app_session_id, conversation_id = row[0], row[1]
     anchor = conn.execute(
         "SELECT id, seq FROM timeline WHERE conversation_id = ? AND envelope_id = ?",
@@ -111,6 +118,8 @@ def _group(
         continues=row[7],
         files=tuple(timeline_item(r) for r in reversed(files)),
         file_count=int(file_count),
+        app_name=row[8],
+        ordinal=int(row[9]),
     )
 
 
