@@ -32,7 +32,7 @@ NOTES = "first line\nsecond line, été\n"
 def group_of_board(page: Page) -> Locator:
     """The Whiteboard's sub-session group in the timeline."""
     return page.locator("#items > li.app-session").filter(
-        has=page.locator(".group-scope", has_text="whiteboard")
+        has=page.locator(".group-name", has_text="Whiteboard")
     )
 
 

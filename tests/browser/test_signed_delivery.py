@@ -84,7 +84,7 @@ async def test_sign_publish_install_open_patch_close_revoke_rollback(
         "Test App went back to version 1.0.0: version 1.1.0 was revoked."
     )
     await expect(second).to_have_attribute("data-surface-status", "closed")
-    await expect(second.locator(".surface-notice")).to_have_text(
+    await expect(second.locator(".surface-status")).to_have_text(
         "Closed: this app version was revoked"
     )
     await expect(second.locator("iframe")).to_have_count(0)
@@ -96,7 +96,7 @@ async def test_sign_publish_install_open_patch_close_revoke_rollback(
     # The revoked version is not mounted again; the one in use is.
     assert await agent_sends(client, "ui.open", open_payload("s3", "1.1.0", "no")) == 201
     refused = page.locator('.item.surface[data-instance-id="s3"]')
-    await expect(refused.locator(".surface-notice")).to_have_text(
+    await expect(refused.locator(".surface-notice-text")).to_have_text(
         "This surface is not available here."
     )
     await expect(refused.locator("iframe")).to_have_count(0)

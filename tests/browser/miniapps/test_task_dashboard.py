@@ -289,7 +289,7 @@ async def test_import_shows_its_progress_and_closing_the_app_cancels_it_once(
         row = frame.locator('.import-row[data-call-id="import-2"]')
         await expect(row.locator(".import-text")).to_contain_text("Importing")
         await expect(row.locator("progress")).not_to_have_attribute("value", "0")
-        await page.get_by_role("button", name=f"Close {SCOPE}").click()
+        await page.get_by_role("button", name="Close Task Dashboard").click()
         await expect(page.locator("#app-area-frame iframe")).to_have_count(0)
         with pytest.raises(ToolCallError) as closed:
             await asyncio.wait_for(held, 30)
@@ -339,7 +339,7 @@ async def test_the_board_survives_a_reload_a_runtime_restart_and_continue(
             }
 
             # Closed and continued: the new instance starts from the old board.
-            await page.get_by_role("button", name=f"Close {SCOPE}").click()
+            await page.get_by_role("button", name="Close Task Dashboard").click()
             await expect(page.locator("#app-area-frame iframe")).to_have_count(0)
             # The shell's "Continue" button sits in the sub-session's group of the chat it
             # shows, which is not the agent SDK's conversation here: ask the kernel the same.

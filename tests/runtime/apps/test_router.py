@@ -687,3 +687,35 @@ async def test_an_app_can_neither_answer_fail_nor_cancel_an_interaction(h: Route
     after = await h.db.db.read(interaction_store.by_call, C1.id, "q1")
     assert after == asked  # untouched
     assert h.results_for("q1") == []  # nothing went to the agent
+
+
+async def test_a_call_bound_to_an_instance_another_runtime_opened_is_left_to_it(
+    h: RouterHarness,
+) -> None:
+    """The person's second Runtime (a desktop window beside the demo) opened the
+    instance: its ``app_session.opened`` came in on the stream. This Runtime stores
+    nothing for the call and answers nothing; a bound call to an instance no Runtime
+    announced is still refused here."""
+    await h.install()
+    elsewhere = "test-app.00000000000e15e1"
+    opened = envelope(
+        C1.id,
+        "lineup.v1.app_session.opened",
+        {
+            "agent_id": C1.agent_id,
+            "app_session_id": "as_elsewhere",
+            "app_scope": SCOPE,
+            "instance_id": elsewhere,
+        },
+        sender_id="user-1",
+        sender_kind="runtime",
+    )
+    frame = wire.EnvelopeFrame(
+        conversation_id=C1.id, seq=h.next_seq(C1.id), envelope=msgspec.Raw(opened)
+    )
+    await apply_received(h.db, [classify(frame, SCOPES)])
+    await h.call("theirs", "test-app.echo", {"text": "x"}, target={"instance_id": elsewhere})
+    assert h.results_for("theirs") == []
+    assert await h.stored_call("theirs") is None
+    await h.call("nobody", "test-app.echo", {"text": "x"}, target={"instance_id": "test-app.0"})
+    assert rejected_code(h, "nobody") == ErrorCode.APP_INSTANCE_NOT_FOUND

@@ -73,7 +73,7 @@ from typing import Any
 import msgspec
 
 from lineup.formats.manifest import compiled_tools
-from lineup.protocol import ErrorCode, ToolCallEnvelope, decode
+from lineup.protocol import AppSessionOpenedEnvelope, ErrorCode, ToolCallEnvelope, decode
 from lineup.protocol.fields import ERROR_CODE_PATTERN
 from lineup.protocol.payloads import ToolProgress
 
@@ -167,6 +167,34 @@ def _bound_instance(
     return record
 
 
+_OPENED = "lineup.v1.app_session.opened"
+_FOREIGN_SCAN = 500
+"""The newest ``app_session.opened`` rows looked at for another Runtime's instance."""
+
+
+def _opened_elsewhere(conn: Sql, conversation_id: str, instance_id: str) -> bool:
+    """Whether another Runtime of the person (a second device, the desktop window
+    beside the demo) opened ``instance_id``: its ``app_session.opened`` came in on the
+    conversation's stream, and this Runtime never ran the instance. Such a call is that
+    Runtime's to answer, not this one's."""
+    mine = conn.execute(
+        "SELECT 1 FROM app_sessions WHERE instance_id = ? LIMIT 1", (instance_id,)
+    ).fetchone()
+    if mine is not None:
+        return False
+    rows = conn.execute(
+        "SELECT body FROM timeline WHERE conversation_id = ? AND type = ? ORDER BY id DESC LIMIT ?",
+        (conversation_id, _OPENED, _FOREIGN_SCAN),
+    ).fetchall()
+    for (body,) in rows:
+        opened = decode(bytes(body))  # stored only once it had decoded
+        if isinstance(opened, AppSessionOpenedEnvelope) and (
+            opened.payload.instance_id == instance_id
+        ):
+            return True
+    return False
+
+
 def _only_live(value: Instances, scope: str, conversation_id: str) -> MiniAppInstanceRecord | None:
     """The one live instance of ``scope`` in this conversation, ``None`` when there is
     none; several are ``app_instance_ambiguous``: focus and the stack never choose."""
@@ -187,7 +215,8 @@ def _only_live(value: Instances, scope: str, conversation_id: str) -> MiniAppIns
 
 def route(txn: RuntimeTxn, received: Received, intent: ToolCallIntent, now: str) -> Routed | None:
     """Check, bind and store one ordinary ``tool.call`` whose timeline row was just
-    stored; ``None`` for a call id already spent (nothing is sent again). The app of
+    stored; ``None`` for a call id already spent (nothing is sent again) and for a call
+    bound to an instance another Runtime of the person opened (that one answers). The app of
     the instance the call is bound to hears of it after the commit."""
     conversation_id = received.conversation_id
     call_id = intent.call_id
@@ -245,6 +274,10 @@ def route(txn: RuntimeTxn, received: Received, intent: ToolCallIntent, now: str)
         record = None
         if descriptor.handling != "launch":
             if bound is not None:
+                if bound not in value.records and _opened_elsewhere(txn, conversation_id, bound):
+                    subject = f"{conversation_id}/{call_id}"
+                    audit(txn, now, "agent", "tool.call", subject, "elsewhere", None)
+                    return None
                 record = _bound_instance(value, scope, conversation_id, bound)
             else:
                 record = _only_live(value, scope, conversation_id)
