@@ -388,7 +388,7 @@ async def _tour(conversation: Conversation) -> str:
     for title in ("Try the whiteboard", "Play a round of Draw & Guess"):
         await board.call("task-dashboard.add_task", {"title": title})
     keep = await conversation.ask_confirm(
-        "This question shows over the app in front. Keep these tasks?",
+        "This question shows beside the app in front. Keep these tasks?",
         confirm_label="Keep them",
         cancel_label="Clear them",
         app_session_id=board.app_session_id,

@@ -8,7 +8,7 @@
 // composer. dom.js holds the DOM helpers and the Trusted Types policy; cards.js the
 // interaction cards, which get what they need from here through initCards; dock.js
 // the app dock and the app area (MiniApp instances and focus, as the Runtime decides);
-// overlay.js the questions shown over the app in front; consent.js the consent dialog
+// overlay.js the questions shown beside the app in front; consent.js the consent dialog
 // for capability calls and their providers; artifacts.js the rows of the files they
 // kept; settings.js the permissions panel; app_centre.js the App centre (installed and
 // offered apps).
@@ -277,7 +277,7 @@ function updateGroup(group, li) {
   li.querySelector(".group-foot").hidden = !closed && !data.continues;
   const list = li.querySelector(".group-items");
   const nodes = items.map((item) => {
-    if (overlayShows(item.key)) return standIn(item); // the card is over the app
+    if (overlayShows(item.key)) return standIn(item); // the card is in the panel beside the app
     const cached = nested.get(item.key);
     if (cached && cached.item === item && cached.li.parentElement === list) return cached.li;
     const row = renderItem(item);

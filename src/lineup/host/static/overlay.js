@@ -1,4 +1,4 @@
-// LineUp shell: questions over the app in front (spec 002 §7.3). While an app instance
+// LineUp shell: questions beside the app in front (spec 002 §7.3). While an app instance
 // holds focus, the agent's pending questions of its sub-session show as cards in the
 // shell's question panel in the app area, so the person answers where they are looking.
 // The panel is part of the shell page and takes its own place in the app area (beside
