@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import subprocess
 import sys
@@ -70,12 +71,16 @@ class EventLog:
     async def until_async(
         self, condition: Callable[[], Awaitable[object]], within: float = 20
     ) -> None:
+        """Like ``until``, for a condition on the store; it is also looked at every
+        50 ms, since some of what the store records (an acknowledged result marked
+        delivered) emits no event."""
         async with asyncio.timeout(within):
             while True:
                 self._changed.clear()
                 if await condition():
                     return
-                await self._changed.wait()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._changed.wait(), 0.05)
 
     def failures(self, envelope_id: str) -> list[str | None]:
         return [
