@@ -17,7 +17,13 @@ import httpx
 from playwright.async_api import Locator, Page, expect
 
 from tests.browser.conftest import Screenshot
-from tests.browser.miniapps.test_whiteboard import BUNDLE, SQUARE, WAVE, open_board
+from tests.browser.miniapps.test_whiteboard import (
+    BUNDLE,
+    SQUARE,
+    WAVE,
+    export_png_with_consent,
+    open_board,
+)
 from tests.conftest import Pair
 from tests.support.appserver import AppServerProcess
 from tests.support.browser import PageWatch
@@ -93,13 +99,8 @@ async def test_the_whiteboard_s_exports_and_the_agent_s_file_are_one_downloadabl
             (session,) = [s.id for s in await client.runtime.app_session_groups(chat)]
 
             # The person exports a PNG from the app's menu and allows it.
-            await frame.get_by_role("button", name="Export").click()
-            await frame.get_by_role("menuitem", name="PNG image").click()
+            await export_png_with_consent(page, frame)
             dialog = page.locator("dialog#consent")
-            await expect(dialog).to_be_visible()
-            await expect(dialog.locator(".consent-file-name")).to_have_text("whiteboard.png")
-            await dialog.get_by_role("button", name="Allow").click()
-            await expect(frame.locator("#notice")).to_have_text("Saved whiteboard.png")
 
             # One row, in the Whiteboard's group, with its name, type and size.
             group = group_of_board(page)

@@ -127,6 +127,18 @@ def test_the_bundle_is_valid_and_its_surface_is_under_160_kib() -> None:
     assert surface < 160 * 1024
 
 
+async def export_png_with_consent(page: Page, frame: FrameLocator) -> None:
+    """The person exports a PNG from the Whiteboard's menu and allows it in the
+    consent dialog; the app says it is saved."""
+    await frame.get_by_role("button", name="Export").click()
+    await frame.get_by_role("menuitem", name="PNG image").click()
+    dialog = page.locator("dialog#consent")
+    await expect(dialog).to_be_visible()
+    await expect(dialog.locator(".consent-file-name")).to_have_text("whiteboard.png")
+    await dialog.get_by_role("button", name="Allow").click()
+    await expect(frame.locator("#notice")).to_have_text("Saved whiteboard.png")
+
+
 async def test_the_agent_draws_snapshots_exports_and_clears(
     page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
 ) -> None:
@@ -288,13 +300,7 @@ async def test_the_person_draws_undoes_and_sends_the_drawing_to_the_agent(
         assert (line["kind"], line["color"], line["width"]) == ("line", "#2f9e44", 8)
 
         # The Export menu saves through the same consent dialog as the tool.
-        await frame.get_by_role("button", name="Export").click()
-        await frame.get_by_role("menuitem", name="PNG image").click()
-        dialog = page.locator("dialog#consent")
-        await expect(dialog).to_be_visible()
-        await expect(dialog.locator(".consent-file-name")).to_have_text("whiteboard.png")
-        await dialog.get_by_role("button", name="Allow").click()
-        await expect(frame.locator("#notice")).to_have_text("Saved whiteboard.png")
+        await export_png_with_consent(page, frame)
         (saved,) = await client.runtime.capabilities.artifacts(client.pair.conversation_id)
         assert (saved.name, saved.media_type) == ("whiteboard.png", "image/png")
 
