@@ -208,9 +208,9 @@ class Agent:
             except httpx.TransportError as exc:
                 why = type(exc).__name__
             except SendRejected as exc:
-                if exc.error.code not in ("unavailable", "internal"):
+                if exc.code not in ("unavailable", "internal"):
                     raise
-                why = str(exc.error.code)
+                why = exc.code
             delay = self._first_backoff.next_delay()
             log.info("AppServer unreachable (%s); next try in %.1f s", why, delay)
             with contextlib.suppress(TimeoutError):
