@@ -13,7 +13,6 @@ import json
 import logging
 import os
 import secrets
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -36,12 +35,13 @@ from .delivery.keys import (
 from .delivery.publisher import pack_bundle
 from .delivery.release import Release, encode_release
 from .host.native import NativeHost
-from .host.serve import build_host_server, run_client
+from .host.serve import build_host_server, run_client, stop_client
 from .runtime import Runtime
 from .server import admin
 from .server.catalog import catalog_for
 from .server.runner import build_server
 from .serving import wait_started
+from .stopping import StopSignals, run_until_stopped, within
 
 log = logging.getLogger("lineup.demo")
 
@@ -175,16 +175,47 @@ async def run_demo(
     """AppServer, demo agent, Runtime and Web Host in one process, until Ctrl-C (or
     until ``stop`` is set, when given: then signals are the caller's). ``on_ready``
     gets the one-time login link once everything serves (``lineup demo --desktop``
-    opens it in the window); ``native``: the desktop host's providers."""
+    opens it in the window); ``native``: the desktop host's providers. A signal at
+    any moment stops it within ``stopping.DEADLINE`` seconds (lineup.stopping)."""
+    signals = None
+    if stop is None:
+        signals = StopSignals()
+        signals.install()
+        stop = signals.event
+    try:
+        await run_until_stopped(
+            _demo(
+                data_dir,
+                host=host,
+                port=port,
+                web_port=web_port,
+                surface_port=surface_port,
+                stop=stop,
+                on_ready=on_ready,
+                native=native,
+            ),
+            stop,
+        )
+    finally:
+        if signals is not None:
+            signals.remove()
+
+
+async def _demo(
+    data_dir: Path,
+    *,
+    host: str,
+    port: int,
+    web_port: int,
+    surface_port: int | None,
+    stop: asyncio.Event,
+    on_ready: Callable[[str], None] | None,
+    native: NativeHost | None,
+) -> None:
     credentials = await ensure_demo_accounts(data_dir)
     sample = publish_sample_app(data_dir)  # before the Runtime's first catalog fetch
     server = build_server(data_dir, host=host, port=port, embedded=True)
     url = f"http://{host}:{port}"
-    if stop is None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
     runtime = Runtime(data_dir / "runtime")
     await runtime.open()
     offered = await trust_sample_publisher(runtime, sample.key) and sample.published
@@ -230,11 +261,10 @@ async def run_demo(
             if on_ready is not None:  # a link of its own: the printed one stays unused
                 on_ready(f"{web_url}/login/link?code={await web.sessions.create('link')}")
             await stop.wait()
-            await runtime.drain()
-            await runtime.stop()
-            await client_task
+            await stop_client(runtime, client_task)
             await agent.stop()
-            await agent_task
+            await within(0.5, asyncio.shield(agent_task))
+            agent_task.cancel()
             server.should_exit = True
             await server_task
     finally:

@@ -27,6 +27,8 @@ import collections
 import contextlib
 import logging
 import os
+import signal
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
@@ -53,6 +55,11 @@ from .errors import AgentClosed, AuthenticationFailed, SendRejected
 from .ids import HandlerScope, handler_scope
 
 log = logging.getLogger("lineup.agent")
+
+for _noisy in ("httpx", "httpcore"):
+    # The SDK's own request lines are off unless the user set a level on these loggers.
+    if logging.getLogger(_noisy).level == logging.NOTSET:
+        logging.getLogger(_noisy).setLevel(logging.WARNING)
 
 MessageHandler = Callable[[Conversation, MessageEnvelope], Awaitable[Any]]
 EventHandler = Callable[[Conversation, Envelope], Awaitable[Any]]
@@ -114,7 +121,9 @@ class Agent:
             on_frame=self._on_frame,
             subscribe=self._subscription,
             backoff=backoff,
+            on_state=self._on_state,
         )
+        self._first_backoff = backoff or Backoff()
 
     # --- registration --------------------------------------------------------------------
 
@@ -159,19 +168,70 @@ class Agent:
 
     # --- running ---------------------------------------------------------------------------
 
-    async def run(self) -> None:
-        """Run until cancelled or ``stop()``; reconnects by itself."""
-        async with httpx.AsyncClient(base_url=self.server_url, headers=self._auth) as http:
-            me = msgspec.convert(await _checked(http.get("/v1/me")), wire.Me)
-            self.agent_id = me.id
-            if self.cursor_store is None:
-                self.cursor_store = FileCursorStore(default_cursor_path(self.server_url, me.id))
-            self._handled = self.cursor_store.load()
-            self._saved = dict(self._handled)
-            self._saver_closing = False
-            self._received = dict(self._handled)
-            for item in (await _checked(http.get("/v1/conversations")))["conversations"]:
-                self._add_conversation(_conversation(item))
+    async def run(self, *, handle_signals: bool = True) -> None:
+        """Run until cancelled or ``stop()``; connects (the first time too) and
+        reconnects by itself, with backoff. An API key the AppServer refuses raises
+        ``AuthenticationFailed`` at once. ``handle_signals``: in the main thread, when
+        the program handles SIGINT/SIGTERM the default way, the first Ctrl-C (or
+        SIGTERM) stops the agent and ``run()`` returns; a second one exits at once
+        (``lineup.stopping``). ``False`` leaves signals alone."""
+        signals = None
+        if handle_signals and _default_signals():
+            from lineup.stopping import StopSignals
+
+            signals = StopSignals(watchdog=False)
+            signals.install()
+            stopper = asyncio.ensure_future(self._stop_on(signals.event))
+        try:
+            await self._run()
+        finally:
+            if signals is not None:
+                signals.remove()
+                stopper.cancel()
+
+    async def _stop_on(self, event: asyncio.Event) -> None:
+        await event.wait()
+        log.info("stopping")
+        await self.stop()
+
+    def _on_state(self, state: str) -> None:
+        if state == "connected":
+            log.info("connected to %s", self.server_url)
+
+    async def _first_contact(self, http: httpx.AsyncClient) -> wire.Me:
+        """``/v1/me``, retried with backoff while the AppServer is unreachable."""
+        while True:
+            if self._stopped.is_set():
+                raise AgentClosed("the agent stopped")
+            try:
+                return msgspec.convert(await _checked(http.get("/v1/me")), wire.Me)
+            except httpx.TransportError as exc:
+                why = type(exc).__name__
+            except SendRejected as exc:
+                if exc.code not in ("unavailable", "internal"):
+                    raise
+                why = exc.code
+            delay = self._first_backoff.next_delay()
+            log.info("AppServer unreachable (%s); next try in %.1f s", why, delay)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopped.wait(), delay)
+
+    async def _run(self) -> None:
+        try:
+            async with httpx.AsyncClient(base_url=self.server_url, headers=self._auth) as http:
+                me = await self._first_contact(http)
+                self._first_backoff.reset()
+                self.agent_id = me.id
+                if self.cursor_store is None:
+                    self.cursor_store = FileCursorStore(default_cursor_path(self.server_url, me.id))
+                self._handled = self.cursor_store.load()
+                self._saved = dict(self._handled)
+                self._saver_closing = False
+                self._received = dict(self._handled)
+                for item in (await _checked(http.get("/v1/conversations")))["conversations"]:
+                    self._add_conversation(_conversation(item))
+        except AgentClosed:
+            return  # stopped before the first connection
         saver = asyncio.create_task(self._save_cursors(self.cursor_store))
         try:
             async with asyncio.TaskGroup() as tg:
@@ -229,7 +289,7 @@ class Agent:
         elif isinstance(frame, wire.Synced):
             self.ready.set()
         elif isinstance(frame, wire.ErrorFrame):
-            log.warning("AppServer reported an error", extra={"code": str(frame.error.code)})
+            log.warning("AppServer reported an error: %s", frame.error.code)
 
     async def _on_envelope(self, frame: wire.EnvelopeFrame) -> None:
         """Note results and inventories on their conversation at once (a handler may be
@@ -243,8 +303,9 @@ class Agent:
         envelope: Envelope | None
         if isinstance(result, Rejection | Unsupported):
             log.warning(
-                "skipping an envelope this SDK cannot read",
-                extra={"conversation_id": pseudonym(conversation_id), "seq": frame.seq},
+                "skipping an envelope this SDK cannot read (conversation %s, seq %d)",
+                pseudonym(conversation_id),
+                frame.seq,
             )
             envelope = None
         elif result.sender.kind == "agent":
@@ -252,10 +313,7 @@ class Agent:
         else:
             envelope = result
         if conversation_id not in self.conversations:
-            log.warning(
-                "envelope for an unknown conversation",
-                extra={"conversation_id": pseudonym(conversation_id)},
-            )
+            log.warning("envelope for an unknown conversation (%s)", pseudonym(conversation_id))
             return
         conversation = self.conversations[conversation_id]
         if envelope is not None:
@@ -368,7 +426,7 @@ class Agent:
         except Exception:
             # A failing handler must not stop the conversation; the error is the
             # agent author's to see, without the envelope's content.
-            log.exception("handler failed", extra={"handler": getattr(handler, "__name__", "?")})
+            log.exception("handler %s failed", getattr(handler, "__name__", "?"))
         finally:
             handler_scope.reset(token)
 
@@ -388,8 +446,7 @@ class Agent:
                     response = await http.get(url, params=params)
             except httpx.TransportError:
                 log.info(
-                    "history read failed; retrying",
-                    extra={"conversation_id": pseudonym(conversation_id)},
+                    "history read failed (conversation %s); retrying", pseudonym(conversation_id)
                 )
             else:
                 if response.status_code not in (502, 503, 504):
@@ -466,6 +523,17 @@ class _History:
 
     async def read_page(self, conversation_id: str, since: int) -> list[tuple[int, bytes]]:
         return await self._agent._read_history_page(conversation_id, since)
+
+
+def _default_signals() -> bool:
+    """In the main thread, with SIGINT and SIGTERM handled the default way."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    sigint = signal.getsignal(signal.SIGINT)
+    # asyncio.run() puts its own SIGINT handler in place of the default one.
+    owner = getattr(getattr(sigint, "func", sigint), "__self__", None)
+    default = sigint is signal.default_int_handler or isinstance(owner, asyncio.Runner)
+    return default and signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None)
 
 
 def _handler_key(kind: str, index: int, handler: Callable[..., Any]) -> str:

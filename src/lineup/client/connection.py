@@ -33,7 +33,9 @@ _encode = msgspec.json.encode
 
 
 class Backoff:
-    """Exponential backoff with full jitter, capped; ``reset`` after a success."""
+    """Exponential backoff with full jitter (a delay drawn from ``uniform(0,
+    ceiling)``, the ceiling doubling from ``base`` up to ``cap``); ``reset`` after a
+    success."""
 
     def __init__(
         self, base: float = 0.2, cap: float = 10.0, rng: random.Random | None = None
@@ -46,7 +48,7 @@ class Backoff:
     def next_delay(self) -> float:
         ceiling = min(self.cap, self.base * (2**self.attempt))
         self.attempt += 1
-        return self._rng.uniform(ceiling / 2, ceiling)
+        return self._rng.uniform(0, ceiling)
 
     def reset(self) -> None:
         self.attempt = 0
@@ -129,16 +131,20 @@ class Connection:
                 if status in (401, 403):
                     self._fail_all(AuthenticationFailed("the AppServer refused the credentials"))
                     raise AuthenticationFailed("the AppServer refused the credentials") from None
-                log.warning("stream handshake refused", extra={"status": status})
+                why = f"handshake refused, status {status}"
             except (OSError, ConnectionClosed, InvalidHandshake, TimeoutError) as exc:
-                log.info("stream disconnected", extra={"error": type(exc).__name__})
+                why = type(exc).__name__
+            else:
+                why = "stream closed"
             finally:
                 self._ws = None
                 self.connected.clear()
             if self._closed:
                 break
             self._set_state("reconnecting")
-            await asyncio.sleep(self._backoff.next_delay())
+            delay = self._backoff.next_delay()
+            log.info("AppServer stream lost (%s); next try in %.1f s", why, delay)
+            await asyncio.sleep(delay)
         self._set_state("offline")
 
     def _set_state(self, state: ConnectionState) -> None:
@@ -160,7 +166,7 @@ class Connection:
             try:
                 frame: wire.ServerFrame = _frame_decoder.decode(data)
             except (msgspec.ValidationError, msgspec.DecodeError):
-                log.warning("unreadable frame from the AppServer", extra={"size": len(data)})
+                log.warning("unreadable frame from the AppServer (%d bytes)", len(data))
                 continue
             if isinstance(frame, wire.Acks):
                 self._backoff.reset()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import signal
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import uvicorn
 from lineup.delivery.keys import PublicKey
 from lineup.runtime import Runtime
 from lineup.serving import EmbeddedServer, uvicorn_config, wait_started
+from lineup.stopping import StopSignals, run_until_stopped, within
 
 from .app import WebHost
 from .native import NativeHost
@@ -132,6 +132,16 @@ async def run_client(
             server.should_exit = True
 
 
+async def stop_client(runtime: Runtime, client_task: asyncio.Task[None]) -> None:
+    """Drain the outbox (briefly, only while in sync), stop the sync loop, and cancel
+    what is left: ``runtime.stop()`` alone does nothing when the sync loop has not
+    started yet (a signal during login), and ``client_task`` would wait for ever."""
+    await runtime.drain(within=1.0)
+    await runtime.stop()
+    await within(0.6, asyncio.shield(client_task))
+    client_task.cancel()
+
+
 async def run_standalone(
     data_dir: Path,
     *,
@@ -150,16 +160,50 @@ async def run_standalone(
     publisher keys to trust for signed MiniApps (kept in the store). ``on_ready`` gets
     the page to open (a one-time login link when the Runtime is logged in) instead of
     it being printed. Stopping drains the outbox for a few seconds; what is left stays
-    on disk."""
+    on disk. A signal at any moment stops it within ``stopping.DEADLINE`` seconds."""
+    signals = None
+    if stop is None:
+        signals = StopSignals()
+        signals.install()
+        stop = signals.event
+    try:
+        await run_until_stopped(
+            _standalone(
+                data_dir,
+                server_url=server_url,
+                host=host,
+                port=port,
+                agent_id=agent_id,
+                surface_port=surface_port,
+                trusted_keys=trusted_keys,
+                stop=stop,
+                on_ready=on_ready,
+                native=native,
+            ),
+            stop,
+        )
+    finally:
+        if signals is not None:
+            signals.remove()
+
+
+async def _standalone(
+    data_dir: Path,
+    *,
+    server_url: str,
+    host: str,
+    port: int,
+    agent_id: str | None,
+    surface_port: int | None,
+    trusted_keys: Sequence[PublicKey],
+    stop: asyncio.Event,
+    on_ready: Callable[[str], None] | None,
+    native: NativeHost | None,
+) -> None:
     runtime = Runtime(data_dir)
     await runtime.open()
     for key in trusted_keys:
         await runtime.delivery.trust_key(key)
-    if stop is None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
     try:
         web, server = build_host_server(
             runtime,
@@ -184,11 +228,7 @@ async def run_standalone(
             else:
                 print(f"LineUp is running: open {page}", flush=True)
             await stop.wait()
-            if runtime.logged_in.is_set():
-                await runtime.drain()
-                await runtime.stop()
-            else:
-                task.cancel()
+            await stop_client(runtime, task)
             server.should_exit = True
     finally:
         await runtime.close()
