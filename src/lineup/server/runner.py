@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 from uvicorn.supervisors import Multiprocess
 
 from lineup import logs
-from lineup.serving import EmbeddedServer, uvicorn_config
+from lineup.serving import EmbeddedServer, LineUpServer, uvicorn_config
 
 from .app import create_app
 from .catalog import catalog_for
@@ -69,7 +69,7 @@ def build_server(
     app = create_app(storage, catalog=catalog_for(data_dir))
     _tune_gc()
     config = uvicorn_config(app, host=host, port=port)
-    return (EmbeddedServer if embedded else uvicorn.Server)(config)
+    return (EmbeddedServer if embedded else LineUpServer)(config)
 
 
 def app_from_env() -> Starlette:
