@@ -74,8 +74,9 @@ def build_server(
 
 def app_from_env() -> Starlette:
     """The app of one worker process (``run_workers``), configured by environment."""
-    logs.configure(os.environ.get(_ENV_LOG_LEVEL, "INFO"))
+    logs.configure(os.environ.get(_ENV_LOG_LEVEL, logs.DEFAULT_LEVEL))
     data_dir = Path(os.environ[_ENV_DATA_DIR])
+    logs.use_data_dir(data_dir)
     storage = storage_for(
         data_dir,
         os.environ[_ENV_DATABASE],
