@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -155,3 +156,25 @@ def test_log_level_on_every_command(tmp_path: Path, where: str) -> None:
     assert " INFO lineup.http: Waiting for application startup." in result.stderr
     quiet = lineup(*[c for c in command if c.lower() not in ("--log-level", "info")])
     assert " INFO " not in quiet.stderr
+
+
+def test_ctrl_c_during_the_imports_exits_130_without_a_traceback(tmp_path: Path) -> None:
+    """SIGINT once ``lineup.cli`` is imported, while ``lineup demo`` imports the rest
+    (``-X importtime`` says where the imports are)."""
+    demo = subprocess.Popen(
+        [sys.executable, "-X", "importtime", "-m", "lineup", "demo", "--data-dir", str(tmp_path),
+         "--port", str(free_port()), "--web-port", str(free_port()),
+         "--surface-port", str(free_port())],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert demo.stderr is not None
+    for line in demo.stderr:
+        if line.rstrip().endswith("| lineup.cli"):
+            demo.send_signal(signal.SIGINT)
+            break
+    out, err = demo.communicate(timeout=20)
+    said = [line for line in err.splitlines() if line.strip() and "import time:" not in line]
+    assert "Traceback" not in err
+    assert len(said) <= 1, said
+    assert demo.returncode == 130, err
+    assert "LineUp demo is running" not in out
