@@ -79,7 +79,8 @@ async def make_pair(server: AppServerProcess) -> Pair:
     key = server.add_agent(agent_id)
     user = await login(server.url, f"user{n}")
     agent = agent_api(server.url, agent_id, key)
-    conversation_id = await user.open_conversation(agent_id)
+    log_canary.identify(user.id)
+    conversation_id = log_canary.identify(await user.open_conversation(agent_id))
     return Pair(user, agent, key, conversation_id, f"user{n}")
 
 

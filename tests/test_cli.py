@@ -14,6 +14,7 @@ import httpx
 from tests.support.appserver import free_port
 from tests.support.demo_process import running_demo
 
+PASSWORD = "long enough"
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -33,13 +34,17 @@ def lineup(
 
 def test_user_and_agent_add_and_their_errors(tmp_path: Path) -> None:
     data = str(tmp_path)
-    made = lineup("server", "--data-dir", data, "user", "add", "alice", "--password", "pw")
+    made = lineup("server", "--data-dir", data, "user", "add", "alice", "--password", PASSWORD)
     assert made.returncode == 0, made.stderr
     assert "user alice created" in made.stdout
-    again = lineup("server", "--data-dir", data, "user", "add", "alice", "--password", "pw")
+    again = lineup(
+        "server", "--data-dir", data, "user", "add", "alice", "--password", "long enough"
+    )
     assert again.returncode == 1
     assert "already exists" in again.stderr
-    bad = lineup("server", "--data-dir", data, "user", "add", "no spaces", "--password", "pw")
+    bad = lineup(
+        "server", "--data-dir", data, "user", "add", "no spaces", "--password", "long enough"
+    )
     assert bad.returncode == 1
     agent = lineup("server", "--data-dir", data, "agent", "add", "helper")
     assert agent.returncode == 0, agent.stderr

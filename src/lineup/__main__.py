@@ -1,3 +1,3 @@
-from lineup.cli import main
+from lineup.entry import main
 
 main()

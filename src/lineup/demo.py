@@ -292,7 +292,6 @@ def _banner(
     )
     return "\n".join(
         [
-            "",
             "LineUp demo is running.",
             "",
             f"  Open        {web_url}/login/link?code={link}",

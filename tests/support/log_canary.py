@@ -18,6 +18,10 @@ Logs and audit rows hold ids, types, codes, sizes and counts only (docs/security
   - secret *shapes*, whoever made them (the AppServer subprocess mints user tokens the
     test process never sees): ``lut_``/``lak_`` tokens, a ``Bearer`` value, a
     ``lineup_session`` cookie value, a ``?code=`` link code.
+- Identities (issue 22): the usernames, user ids and agent ids of every principal made
+  through ``AppServerProcess.add_user``/``add_agent`` or ``login``, and the ids tests
+  ``identify()`` (conversation ids), as whole words: log lines name them only as keyed
+  hashes (``lineup.logs.pseudonym``). Audit rows may keep them.
 - After each test, the lines logged since it began, and what every AppServer started
   through ``AppServerProcess.start`` appended to its log file since, must hold no
   canary: a leak fails that test (an error at its teardown) and names the line.
@@ -56,7 +60,29 @@ SHAPES = re.compile(
 NOISY = ("websockets", "httpx", "httpcore", "uvicorn.access", "uvicorn.error")  # quiet_libraries'
 
 _canaries: set[str] = {PASSWORD}
+_identities: set[str] = set()
 _canaries_lock = threading.Lock()
+MIN_IDENTITY_CHARS = 5  # shorter names ("demo" is a logger's too) could match by chance
+_WORD = "A-Za-z0-9_-"  # an identity counts as a whole word ('.' and ':' separate)
+
+
+def identify(identity: str) -> str:
+    """Make a user, agent or conversation id or a username an identity no log line may
+    hold (audit rows may); return it."""
+    if len(identity) >= MIN_IDENTITY_CHARS:
+        with _canaries_lock:
+            _identities.add(identity)
+    return identity
+
+
+def identities_in(text: str) -> list[str]:
+    with _canaries_lock:
+        identities = list(_identities)
+    return [
+        i
+        for i in identities
+        if i in text and re.search(rf"(?<![{_WORD}]){re.escape(i)}(?![{_WORD}])", text)
+    ]
 
 
 def plant(label: str = "") -> str:
@@ -73,21 +99,28 @@ def register(secret: str) -> str:
     return secret
 
 
-def leaks_in(text: str) -> list[str]:
-    """The canaries and secret shapes ``text`` holds (empty: clean)."""
+def leaks_in(text: str, *, identities: bool = True) -> list[str]:
+    """The canaries and secret shapes (and, with ``identities``, the identities)
+    ``text`` holds (empty: clean)."""
     with _canaries_lock:
         canaries = list(_canaries)
     found = [c for c in canaries if c in text]
     found += [m for m in SHAPES.findall(text) if not any(m in c or c in m for c in found)]
+    if identities:
+        found += identities_in(text)
     return found
 
 
-def leaking_lines(lines: Iterable[str]) -> list[str]:
+def leaking_lines(lines: Iterable[str], *, identities: bool = True) -> list[str]:
     """The lines that hold a canary, each followed by what it leaks."""
     lines = list(lines)
-    if not lines or not leaks_in("\n".join(lines)):  # one pass over the common case
+    if not lines or not leaks_in("\n".join(lines), identities=identities):  # the common case
         return []
-    return [f"{line!r}\n    leaks {leaks_in(line)}" for line in lines if leaks_in(line)]
+    return [
+        f"{line!r}\n    leaks {leaks_in(line, identities=identities)}"
+        for line in lines
+        if leaks_in(line, identities=identities)
+    ]
 
 
 def audit_rows(database: Path) -> list[tuple[Any, ...]]:
@@ -103,7 +136,8 @@ def audit_rows(database: Path) -> list[tuple[Any, ...]]:
 
 
 def leaking_audit_rows(database: Path) -> list[str]:
-    return [f"{database}: {line}" for line in leaking_lines(map(repr, audit_rows(database)))]
+    rows = map(repr, audit_rows(database))  # the Runtime's own record: ids may stay
+    return [f"{database}: {line}" for line in leaking_lines(rows, identities=False)]
 
 
 class Recorder(logging.Handler):
@@ -198,6 +232,7 @@ def guard(temp_root: Path) -> Iterator[Guard]:
     files = LogFiles()
     token_urlsafe = secrets.token_urlsafe
     start = AppServerProcess.start
+    add_user, add_agent = AppServerProcess.add_user, AppServerProcess.add_agent
 
     def registering_token_urlsafe(nbytes: int | None = None) -> str:
         return register(token_urlsafe(nbytes))
@@ -206,9 +241,17 @@ def guard(temp_root: Path) -> Iterator[Guard]:
         files.watch(self.log_path)
         start(self, *args, **kwargs)
 
+    def identifying_add_user(self: AppServerProcess, username: str, *args: Any) -> str:
+        return identify(add_user(self, identify(username), *args))
+
+    def identifying_add_agent(self: AppServerProcess, agent_id: str) -> str:
+        return add_agent(self, identify(agent_id))
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(secrets, "token_urlsafe", registering_token_urlsafe)
         patch.setattr(AppServerProcess, "start", watching_start)
+        patch.setattr(AppServerProcess, "add_user", identifying_add_user)
+        patch.setattr(AppServerProcess, "add_agent", identifying_add_agent)
         root.addHandler(recorder)
         root.setLevel(logging.DEBUG)
         quiet_libraries()

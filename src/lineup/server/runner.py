@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 from uvicorn.supervisors import Multiprocess
 
 from lineup import logs
-from lineup.serving import EmbeddedServer, uvicorn_config
+from lineup.serving import EmbeddedServer, LineUpServer, uvicorn_config
 
 from .app import create_app
 from .catalog import catalog_for
@@ -69,13 +69,14 @@ def build_server(
     app = create_app(storage, catalog=catalog_for(data_dir))
     _tune_gc()
     config = uvicorn_config(app, host=host, port=port)
-    return (EmbeddedServer if embedded else uvicorn.Server)(config)
+    return (EmbeddedServer if embedded else LineUpServer)(config)
 
 
 def app_from_env() -> Starlette:
     """The app of one worker process (``run_workers``), configured by environment."""
-    logs.configure(os.environ.get(_ENV_LOG_LEVEL, "INFO"))
+    logs.configure(os.environ.get(_ENV_LOG_LEVEL, logs.DEFAULT_LEVEL))
     data_dir = Path(os.environ[_ENV_DATA_DIR])
+    logs.use_data_dir(data_dir)
     storage = storage_for(
         data_dir,
         os.environ[_ENV_DATABASE],

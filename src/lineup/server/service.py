@@ -275,7 +275,7 @@ class AppServerService:
                 "envelope stored",
                 extra={
                     "conversation_id": pseudonym(request.conversation_id),
-                    "envelope_id": request.envelope_id,
+                    "envelope_id": pseudonym(request.envelope_id),  # a sender may embed ids
                     "type": request.type,
                     "seq": outcome.seq,
                     "size": len(request.body),
