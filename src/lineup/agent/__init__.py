@@ -1,6 +1,7 @@
 """The agent SDK: connect an agent process to a LineUp AppServer."""
 
 from lineup.client import Backoff
+from lineup.protocol.envelope import Envelope, MessageEnvelope
 from lineup.protocol.interactions import ChoiceOption
 from lineup.protocol.payloads import AppResult, CapabilityDescriptor, ToolResult
 
@@ -49,12 +50,14 @@ __all__ = [
     "Conversation",
     "CursorStore",
     "Dismissed",
+    "Envelope",
     "Expired",
     "FileCursorStore",
     "InteractionError",
     "InteractionFailed",
     "InteractionRejected",
     "MemoryCursorStore",
+    "MessageEnvelope",
     "SendRejected",
     "ToolCallError",
     "ToolResult",

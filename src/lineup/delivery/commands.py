@@ -11,9 +11,6 @@ import re
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
-from rich.table import Table
 
 from . import publisher
 from .errors import DeliveryError, DeliveryErrorCode
@@ -169,42 +166,24 @@ def verify(
     artifact_path: Path, release_path: Path, trusted: tuple[Path, ...], revoked: tuple[str, ...]
 ) -> None:
     """Check ARTIFACT and its RELEASE exactly as a Runtime will before installing."""
-    console = Console(highlight=False)
-    status = Console(stderr=True)
-    progress = Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        console=status,
-        transient=True,
-        disable=not status.is_terminal,  # no stray output when stderr is a pipe
-    )
     try:
-        with progress:
-            task = progress.add_task("checking", total=len(publisher.CHECKS))
-
-            def advance(check: publisher.Check) -> None:
-                progress.update(task, advance=1, description=check.name)
-
-            result = publisher.verify_files(
-                artifact_path, release_path, trusted, revoked, on_check=advance
-            )
+        result = publisher.verify_files(artifact_path, release_path, trusted, revoked)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--trust") from None
     except OSError as exc:
         raise _cannot("read a file", exc) from None
 
-    table = Table(title="lineup miniapp verify")
-    table.add_column("check")
-    table.add_column("result")
-    table.add_column("time", justify="right")
+    click.echo("lineup miniapp verify")
+    width = max(len(name) for name in publisher.CHECKS)
     for check in result.checks:
-        outcome = "[green]ok[/]" if check.ok else f"[red]refused[/] {check.code}"
-        table.add_row(check.name, outcome, f"{check.seconds * 1000:.1f} ms")
+        outcome = (
+            click.style("ok", fg="green")
+            if check.ok
+            else click.style("refused", fg="red") + f" {check.code}"
+        )
+        click.echo(f"  {check.name:<{width}}  {check.seconds * 1000:7.1f} ms  {outcome}")
     for name in publisher.CHECKS[len(result.checks) :]:
-        table.add_row(name, "[dim]not run[/]", "")
-    console.print(table)
+        click.echo(f"  {name:<{width}}  {'':>7}     " + click.style("not run", dim=True))
 
     refusal = result.refusal
     if refusal is not None or result.release is None or result.key is None:
@@ -214,7 +193,7 @@ def verify(
         )
         raise click.exceptions.Exit(1)
     release = result.release
-    console.print(
+    click.echo(
         f"verified {release.app_id} {release.version}: {release.length} bytes, "
         f"sha256 {release.sha256[:16]}…, signed by {result.key.key_id}"
         + (f" ({result.key.name})" if result.key.name else "")

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lineup.delivery.keys import PublicKey
+from lineup.extras import MissingExtra
 
 if TYPE_CHECKING:
     from .providers import Dialogs
@@ -17,17 +18,16 @@ if TYPE_CHECKING:
 __all__ = ["MissingDesktopExtra", "desktop_client", "desktop_demo", "free_port"]
 
 
-class MissingDesktopExtra(RuntimeError):
+class MissingDesktopExtra(MissingExtra):
     """PySide6 with QtWebEngine is not installed."""
 
 
 def _check_qt() -> None:
     try:
         import PySide6.QtWebEngineWidgets  # noqa: F401
-    except ImportError as exc:
+    except ImportError:
         raise MissingDesktopExtra(
-            "the desktop host needs PySide6 with QtWebEngine: pip install 'lineup[desktop]'"
-            f" ({exc})"
+            "PySide6.QtWebEngineWidgets", "desktop", "the desktop host"
         ) from None
 
 

@@ -17,7 +17,7 @@ from lineup.serving import EmbeddedServer, LineUpServer, uvicorn_config
 
 from .app import create_app
 from .catalog import catalog_for
-from .storage import PostgresStorage, SQLiteStorage, Storage
+from .storage import SQLiteStorage, Storage
 
 DATABASE_FILE = "appserver.sqlite3"
 DEFAULT_POOL_SIZE = 10
@@ -43,6 +43,8 @@ def storage_for(
     if database is None:
         return SQLiteStorage(data_dir / DATABASE_FILE)
     if is_postgres(database):
+        from .storage.postgres import PostgresStorage
+
         return PostgresStorage(database, pool_size=pool_size)
     raise ValueError("--database takes a postgresql:// URL (SQLite is the default)")
 

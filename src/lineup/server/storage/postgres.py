@@ -36,9 +36,13 @@ from datetime import datetime
 from importlib import resources
 from typing import Any
 
-import asyncpg
-
 from lineup.db import StorageError
+from lineup.extras import MissingExtra
+
+try:
+    import asyncpg
+except ImportError:  # lineup[postgres] not installed: one clear line, not a traceback
+    raise MissingExtra("asyncpg", "postgres", "a PostgreSQL database") from None
 
 from . import migrations
 from .base import (
