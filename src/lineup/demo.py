@@ -171,6 +171,7 @@ async def run_demo(
     stop: asyncio.Event | None = None,
     on_ready: Callable[[str], None] | None = None,
     native: NativeHost | None = None,
+    dev_surfaces: Path | None = None,
 ) -> None:
     """AppServer, demo agent, Runtime and Web Host in one process, until Ctrl-C (or
     until ``stop`` is set, when given: then signals are the caller's). ``on_ready``
@@ -185,7 +186,7 @@ async def run_demo(
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-    runtime = Runtime(data_dir / "runtime")
+    runtime = Runtime(data_dir / "runtime", dev_surfaces=dev_surfaces)
     await runtime.open()
     offered = await trust_sample_publisher(runtime, sample.key) and sample.published
     try:

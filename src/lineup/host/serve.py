@@ -144,6 +144,7 @@ async def run_standalone(
     stop: asyncio.Event | None = None,
     on_ready: Callable[[str], None] | None = None,
     native: NativeHost | None = None,
+    dev_surfaces: Path | None = None,
 ) -> None:
     """``lineup client`` (and ``lineup desktop``): until Ctrl-C or SIGTERM, or until
     ``stop`` is set when given (then signals are the caller's). ``trusted_keys``:
@@ -151,7 +152,7 @@ async def run_standalone(
     the page to open (a one-time login link when the Runtime is logged in) instead of
     it being printed. Stopping drains the outbox for a few seconds; what is left stays
     on disk."""
-    runtime = Runtime(data_dir)
+    runtime = Runtime(data_dir, dev_surfaces=dev_surfaces)
     await runtime.open()
     for key in trusted_keys:
         await runtime.delivery.trust_key(key)
