@@ -265,6 +265,16 @@ cli.add_command(miniapp_group, "miniapp")
 # --- lineup demo ---------------------------------------------------------------------------
 
 
+_dev_surfaces_option = click.option(
+    "--dev-surfaces",
+    "dev_surfaces",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Offer each bundle folder in DIR as a dev-mode surface agents can open"
+    " (read afresh on every open: edit, reopen, see the change).",
+)
+
+
 @cli.command()
 @click.option(
     "--data-dir",
@@ -284,6 +294,7 @@ cli.add_command(miniapp_group, "miniapp")
 @click.option(
     "--desktop", is_flag=True, help="Show the shell in a desktop window (the desktop extra)."
 )
+@_dev_surfaces_option
 def demo(
     data_dir: Path | None,
     host: str,
@@ -291,6 +302,7 @@ def demo(
     web_port: int,
     surface_port: int | None,
     desktop: bool,
+    dev_surfaces: Path | None,
 ) -> None:
     """Run AppServer, demo agent, Runtime and Web Host; print the login link."""
     from .demo import run_demo
@@ -316,6 +328,7 @@ def demo(
                 port=port,
                 web_port=web_port,
                 surface_port=surface_port,
+                dev_surfaces=dev_surfaces,
             )
         )
 
@@ -373,6 +386,7 @@ def _trusted_keys(paths: tuple[Path, ...]) -> list[PublicKey]:
 )
 @_agent_option
 @_trust_option
+@_dev_surfaces_option
 def client(
     server_url: str,
     data_dir: Path | None,
@@ -381,6 +395,7 @@ def client(
     surface_port: int | None,
     agent_id: str | None,
     trust: tuple[Path, ...],
+    dev_surfaces: Path | None,
 ) -> None:
     """Run your Runtime and the Web Host against an AppServer; log in in the browser."""
     from .host.serve import run_standalone
@@ -398,6 +413,7 @@ def client(
                 surface_port=surface_port,
                 agent_id=agent_id,
                 trusted_keys=keys,
+                dev_surfaces=dev_surfaces,
             )
         )
 

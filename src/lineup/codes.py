@@ -21,6 +21,7 @@ from lineup.formats.manifest import ManifestErrorCode
 from lineup.formats.schemas import SchemaErrorCode
 from lineup.host.surface.document import SurfaceRejectionCode
 from lineup.protocol.errors import ErrorCode
+from lineup.runtime.dev_surfaces import DevSurfaceCode
 
 __all__ = ["CODE_ENUMS", "INTERNAL_CODE_ENUMS", "SENT_CODE_ENUMS", "SHARED_CODES", "code_values"]
 
@@ -34,9 +35,9 @@ SENT_CODE_ENUMS: tuple[type[StrEnum], ...] = (
 """The enums whose codes leave the process that decides them (a manifest's or a
 bundle's refusal reaches the App centre through signed delivery)."""
 
-INTERNAL_CODE_ENUMS: tuple[type[StrEnum], ...] = (SchemaErrorCode,)
+INTERNAL_CODE_ENUMS: tuple[type[StrEnum], ...] = (SchemaErrorCode, DevSurfaceCode)
 """Codes that never leave: the manifest loader turns each ``SchemaErrorCode`` into
-its ``manifest_schema_*`` code."""
+its ``manifest_schema_*`` code; a ``DevSurfaceCode`` is only logged."""
 
 CODE_ENUMS: tuple[type[StrEnum], ...] = SENT_CODE_ENUMS + INTERNAL_CODE_ENUMS
 

@@ -171,6 +171,7 @@ async def run_demo(
     stop: asyncio.Event | None = None,
     on_ready: Callable[[str], None] | None = None,
     native: NativeHost | None = None,
+    dev_surfaces: Path | None = None,
 ) -> None:
     """AppServer, demo agent, Runtime and Web Host in one process, until Ctrl-C (or
     until ``stop`` is set, when given: then signals are the caller's). ``on_ready``
@@ -193,6 +194,7 @@ async def run_demo(
                 stop=stop,
                 on_ready=on_ready,
                 native=native,
+                dev_surfaces=dev_surfaces,
             ),
             stop,
         )
@@ -211,12 +213,13 @@ async def _demo(
     stop: asyncio.Event,
     on_ready: Callable[[str], None] | None,
     native: NativeHost | None,
+    dev_surfaces: Path | None,
 ) -> None:
     credentials = await ensure_demo_accounts(data_dir)
     sample = publish_sample_app(data_dir)  # before the Runtime's first catalog fetch
     server = build_server(data_dir, host=host, port=port, embedded=True)
     url = f"http://{host}:{port}"
-    runtime = Runtime(data_dir / "runtime")
+    runtime = Runtime(data_dir / "runtime", dev_surfaces=dev_surfaces)
     await runtime.open()
     offered = await trust_sample_publisher(runtime, sample.key) and sample.published
     try:

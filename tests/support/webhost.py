@@ -80,10 +80,13 @@ async def serving(
     clock: Callable[[], datetime] | None = None,
     password: str = "correct horse battery",
     native: NativeHost | None = None,
+    dev_surfaces: Path | None = None,
 ) -> AsyncIterator[Client]:
     """A logged-in Runtime (on ``clock`` when given) and its Web Host, synced;
-    ``native``: a desktop host's providers."""
-    runtime = Runtime(data_dir, clock=clock, backoff=Backoff(base=0.05, cap=0.3))
+    ``native``: a desktop host's providers; ``dev_surfaces``: the Runtime's."""
+    runtime = Runtime(
+        data_dir, clock=clock, backoff=Backoff(base=0.05, cap=0.3), dev_surfaces=dev_surfaces
+    )
     await runtime.open()
     await runtime.login(server.url, pair.user_name, password)
     port = free_port()

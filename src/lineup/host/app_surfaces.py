@@ -107,9 +107,12 @@ class AppSurfaces:
         record = await self.runtime.ui_surface(conversation_id, instance_id)
         if record is None:
             return answer(ErrorCode.APP_INSTANCE_NOT_FOUND)
-        inline = await self.runtime.ui_inline_parts(conversation_id, record.open_envelope_id)
+        inline = await self.runtime.ui_surface_parts(record)  # a dev surface: read afresh
+        if isinstance(inline, ErrorCode):
+            return answer(inline)
+        name = ""
         if inline is not None:
-            html, css, js = inline
+            html, css, js, name = inline
         else:
             source = await self.runtime.registry.surface_version(
                 record.app_id, record.app_version, record.surface_id
@@ -130,8 +133,9 @@ class AppSurfaces:
         except SurfaceRejected as rejected:
             return answer(str(rejected.code))
         self._ui[mount.mount_id] = (conversation_id, instance_id, record.open_envelope_id)
-        manifest = await self.runtime.registry.manifest(record.app_id, record.app_version)
-        name = "" if manifest is None else manifest.name
+        if not name:
+            manifest = await self.runtime.registry.manifest(record.app_id, record.app_version)
+            name = "" if manifest is None else manifest.name
         return answer("accepted", mount.mount_id, mount.url, name)
 
     async def ui_event(self, frame: channel.UiEventFrame) -> channel.UiEventReceipt:

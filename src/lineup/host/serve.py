@@ -154,6 +154,7 @@ async def run_standalone(
     stop: asyncio.Event | None = None,
     on_ready: Callable[[str], None] | None = None,
     native: NativeHost | None = None,
+    dev_surfaces: Path | None = None,
 ) -> None:
     """``lineup client`` (and ``lineup desktop``): until Ctrl-C or SIGTERM, or until
     ``stop`` is set when given (then signals are the caller's). ``trusted_keys``:
@@ -179,6 +180,7 @@ async def run_standalone(
                 stop=stop,
                 on_ready=on_ready,
                 native=native,
+                dev_surfaces=dev_surfaces,
             ),
             stop,
         )
@@ -199,8 +201,9 @@ async def _standalone(
     stop: asyncio.Event,
     on_ready: Callable[[str], None] | None,
     native: NativeHost | None,
+    dev_surfaces: Path | None,
 ) -> None:
-    runtime = Runtime(data_dir)
+    runtime = Runtime(data_dir, dev_surfaces=dev_surfaces)
     await runtime.open()
     for key in trusted_keys:
         await runtime.delivery.trust_key(key)

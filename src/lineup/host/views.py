@@ -192,6 +192,7 @@ def item_view(item: TimelineItem, *, unread: bool = False) -> ItemView | None:
             "status": surface.status,
             "reason": surface.reason or "",
             "state": msgspec.json.decode(surface.state),
+            "dev": surface.inline,
         }
     else:
         kind = "unsupported"

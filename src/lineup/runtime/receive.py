@@ -45,6 +45,7 @@ from . import interaction_store, ui_surfaces
 from .apps import instance_store, router
 from .apps.registry import INITIAL_REVISION
 from .capabilities import call_store
+from .dev_surfaces import DevSurfaces
 from .events import ToolCallsChanged
 from .records import REJECTED_ROW, DismissIntent, Received, ToolCallIntent, rejected_row_id
 from .tables import audit, get_item, show
@@ -65,11 +66,12 @@ enabled apps and bumps the revision whenever the content changes."""
 class Context:
     """What a batch is applied with. ``inline_surfaces``: the dev-mode allowlist of
     inline bundle integrities; ``remembered``: the (requester, capability) pairs the
-    person allowed for this session."""
+    person allowed for this session; ``dev_surfaces``: the Runtime's dev surfaces."""
 
     now: str
     inline_surfaces: frozenset[str] = frozenset()
     remembered: frozenset[tuple[str, str]] = frozenset()
+    dev_surfaces: DevSurfaces | None = None
 
 
 Handler = Callable[[RuntimeTxn, Received, Context], None]
@@ -99,7 +101,9 @@ def _capability_call(txn: RuntimeTxn, item: Received, ctx: Context) -> None:
 def _surface(txn: RuntimeTxn, item: Received, ctx: Context) -> None:
     if item.sender_kind != "agent":
         return
-    outcome = ui_surfaces.apply(txn, item, ctx.now, inline_allowlist=ctx.inline_surfaces)
+    outcome = ui_surfaces.apply(
+        txn, item, ctx.now, inline_allowlist=ctx.inline_surfaces, dev=ctx.dev_surfaces
+    )
     for envelope_id in outcome.changed:
         if envelope_id != item.envelope_id:
             show(txn, item.conversation_id, envelope_id)

@@ -51,6 +51,7 @@ from .apps.sessions_view import (
 )
 from .capabilities import queries as capability_queries
 from .capabilities.gateway import CapabilityGateway
+from .dev_surfaces import DevSurface, DevSurfaces
 from .events import (
     AppsChanged,
     ConnectionChanged,
@@ -117,15 +118,20 @@ class Runtime:
         known_scopes: frozenset[str] = frozenset({DEFAULT_SCOPE}),
         inline_surfaces: Collection[str] = (),
         catalog_interval: float | None = CATALOG_INTERVAL,
+        dev_surfaces: str | Path | None = None,
     ) -> None:
         """``inline_surfaces``: dev mode only, the integrities of inline surface
         bundles (``ui.open`` with ``html``/``css``/``js``) this Runtime accepts; empty
         (the default) accepts none. ``catalog_interval``: seconds between catalog
-        fetches while running (one at start); ``None`` fetches only when asked."""
+        fetches while running (one at start); ``None`` fetches only when asked.
+        ``dev_surfaces``: dev mode only, a directory whose bundles (one per
+        subdirectory) agents may open as surfaces, read afresh at every ``ui.open`` and
+        mount (``dev_surfaces.DevSurfaces``); ``None`` (the default): none."""
         self._catalog_interval = catalog_interval
         self._lock_fd: int | None = None
         self.data_dir = Path(data_dir)
         self.inline_surfaces = frozenset(inline_surfaces)
+        self.dev_surfaces = None if dev_surfaces is None else DevSurfaces(Path(dev_surfaces))
         self._clock = clock or (lambda: datetime.now(UTC))
         self.store = RuntimeStore(self.data_dir / STORE_FILE, clock=self._clock)
         self._backoff = backoff
@@ -180,6 +186,8 @@ class Runtime:
         await self.capabilities.recover()  # calls a stop caught approved never run again
         await self.registry.load()  # the stored inventory (bumped if the content changed)
         await self.delivery.open()  # what a crash left in the verified cache goes
+        if self.dev_surfaces is not None:  # one line each for what DIR holds that is refused
+            await asyncio.to_thread(self.dev_surfaces.report)
 
     async def close(self) -> None:
         await self.stop()
@@ -387,7 +395,13 @@ class Runtime:
         ``lineup.v1.ui.event`` (``close`` also ends the surface). Raises
         ``ui_surfaces.UiEventRefused`` with a stable code."""
         await self.store.db.write(
-            ui_surfaces.event, conversation_id, instance_id, name, data, self._stamp()
+            ui_surfaces.event,
+            conversation_id,
+            instance_id,
+            name,
+            data,
+            self._stamp(),
+            self.dev_surfaces,
         )
 
     async def ui_reloading(self, conversation_id: str, instance_id: str) -> None:
@@ -537,7 +551,10 @@ class Runtime:
             if not batch:
                 continue
             context = receive.Context(
-                self._stamp(), self.inline_surfaces, self.capabilities.remembered()
+                self._stamp(),
+                self.inline_surfaces,
+                self.capabilities.remembered(),
+                self.dev_surfaces,
             )
             moved = await self.store.db.write(receive.apply_batch, batch, context)
             self._cursors.update(moved)
@@ -606,6 +623,28 @@ class Runtime:
     ) -> tuple[str, str, str] | None:
         """The inline html, css and js an agent's ``ui.open`` carried (dev mode), if any."""
         return await self.store.db.read(ui_surfaces.inline_parts, conversation_id, open_envelope_id)
+
+    async def ui_surface_parts(
+        self, record: SurfaceRecord
+    ) -> tuple[str, str, str, str] | ErrorCode | None:
+        """What to mount for a surface the agent opened that is not an installed app's:
+        a dev surface's html, css and js as its files are now (read afresh, so a reload
+        of the card shows an edit) and its manifest's name, else the inline parts its
+        ``ui.open`` carried (and no name); ``surface_invalid`` or
+        ``surface_unavailable`` when its dev bundle no longer loads or lost that
+        surface; ``None``: mount it from the registry."""
+        if not record.inline:
+            return None
+        if self.dev_surfaces is not None:
+            found = await asyncio.to_thread(
+                self.dev_surfaces.find, record.app_id, record.app_version, record.surface_id
+            )
+            if isinstance(found, DevSurface):
+                return found.source.html, found.source.css, found.source.js, found.name
+            if found is not None:
+                return found
+        parts = await self.ui_inline_parts(record.conversation_id, record.open_envelope_id)
+        return None if parts is None else (*parts, "")
 
     async def pending_interactions(self) -> list[InteractionRecord]:
         """The interactions still waiting for the person's answer."""

@@ -8,7 +8,10 @@ agent gets one ``lineup.v1.error`` naming the envelope (``ref_id``). An inline b
 (``html``/``css``/``js``) is accepted only in dev mode, when its ``integrity`` is on the
 Runtime's allowlist and matches the parts (``inline_integrity``); else it is
 ``surface_unavailable`` (not in dev mode, or not allowlisted) or ``surface_invalid``
-(the digest does not match). A second ``ui.open`` of the same ``instance_id`` replaces
+(the digest does not match). A Runtime with dev surfaces (``dev_surfaces``) reads
+a bundle of its DIR afresh when the ``ui.open`` names its id and exact version, before
+the registry, and stores the parts it showed as an inline surface (a bundle that does
+not load: ``surface_invalid``). A second ``ui.open`` of the same ``instance_id`` replaces
 the first (``replaced``, its reason saying by what: the same app at a newer, the same
 or an older version, or another app). A surface whose document keeps reloading itself is
 stopped by the client, which tells the Runtime (``reloading``): the agent gets one
@@ -45,6 +48,7 @@ from lineup.protocol import (
 )
 
 from .apps import registry
+from .dev_surfaces import DevSurface, DevSurfaces
 from .records import OutboxItem, Received, SurfaceRecord
 from .tables import audit, queue_from_runtime, show, surface_record
 from .txn import RuntimeTxn, Sql
@@ -133,12 +137,18 @@ REPLACED_BY_OTHER_APP = "replaced_by_other_app"
 
 
 def apply(
-    txn: RuntimeTxn, item: Received, now: str, *, inline_allowlist: Collection[str]
+    txn: RuntimeTxn,
+    item: Received,
+    now: str,
+    *,
+    inline_allowlist: Collection[str],
+    dev: DevSurfaces | None = None,
 ) -> UiOutcome:
-    """Apply one stored ``ui.*`` envelope from the agent."""
+    """Apply one stored ``ui.*`` envelope from the agent (``dev``: the Runtime's dev
+    surfaces, if any)."""
     envelope = decode(item.body)
     if isinstance(envelope, UiOpenEnvelope):
-        return _open(txn, envelope, now, inline_allowlist)
+        return _open(txn, envelope, now, inline_allowlist, dev)
     if isinstance(envelope, UiPatchEnvelope):
         return _patch(txn, envelope, now)
     if isinstance(envelope, UiCloseEnvelope):
@@ -147,7 +157,11 @@ def apply(
 
 
 def _open(
-    txn: RuntimeTxn, envelope: UiOpenEnvelope, now: str, allowlist: Collection[str]
+    txn: RuntimeTxn,
+    envelope: UiOpenEnvelope,
+    now: str,
+    allowlist: Collection[str],
+    dev: DevSurfaces | None,
 ) -> UiOutcome:
     p = envelope.payload
     app = p.app
@@ -156,11 +170,18 @@ def _open(
     surface_id = app.surface
     inline = app.html is not None or app.css is not None or app.js is not None
     parts = (app.html or "", app.css or "", app.js or "")
+    dev_found = None if inline or dev is None else dev.find(app.id, app.version, surface_id)
     if inline:
         if app.integrity not in allowlist:
             code = ErrorCode.SURFACE_UNAVAILABLE
         elif inline_integrity(*parts) != app.integrity:
             code = ErrorCode.SURFACE_INVALID
+    elif isinstance(dev_found, DevSurface):  # as its files are now
+        inline = True
+        parts = (dev_found.source.html, dev_found.source.css, dev_found.source.js)
+        surface_id = dev_found.source.surface_id
+    elif dev_found is not None:
+        code = dev_found
     else:
         entry = registry.entries(txn, enabled_only=True)
         found = next((e for e in entry if e.app_id == app.id and e.version == app.version), None)
@@ -356,19 +377,28 @@ def event(
     name: str,
     data: dict[str, object],
     now: str,
+    dev: DevSurfaces | None = None,
 ) -> UiOutcome:
     """The person's event from an open surface: checked, then queued to the agent as
     ``lineup.v1.ui.event``; ``close`` also ends the surface. Raises
     ``UiEventRefused`` (``app_instance_not_found``, ``event_not_declared``, or the
-    decoder's code for data the protocol refuses)."""
+    decoder's code for data the protocol refuses). An inline surface may send any
+    event, except a dev surface (``dev``): the events its manifest declares now."""
     record = record_of(txn, conversation_id, instance_id)
     if record is None:
         raise UiEventRefused(ErrorCode.APP_INSTANCE_NOT_FOUND.value)
-    if name != "close" and not record.inline:
-        manifest = registry.manifest_of(txn, record.app_id, record.app_version)
-        surfaces = manifest.surfaces if manifest else []
-        declared = next((s.events for s in surfaces if s.id == record.surface_id), [])
-        if name not in declared:
+    if name != "close":
+        declared: list[str] | None
+        if record.inline:
+            found = None
+            if dev is not None:
+                found = dev.find(record.app_id, record.app_version, record.surface_id)
+            declared = list(found.events) if isinstance(found, DevSurface) else None
+        else:
+            manifest = registry.manifest_of(txn, record.app_id, record.app_version)
+            surfaces = manifest.surfaces if manifest else []
+            declared = next((s.events for s in surfaces if s.id == record.surface_id), [])
+        if declared is not None and name not in declared:
             raise UiEventRefused(ErrorCode.EVENT_NOT_DECLARED)
     item = _queue_event(txn, conversation_id, instance_id, name, data, now)
     changed: tuple[str, ...] = ()

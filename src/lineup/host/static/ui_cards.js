@@ -16,6 +16,10 @@
 // name (from the mount's answer), else the app id; the app id and version are the
 // title's tooltip. A surface's status is said once, in the header; the notice below
 // the header is for what the frame cannot show (not available, stopped).
+//
+// A dev-mode surface (an inline bundle, or a dev surface the Runtime reads from its
+// --dev-surfaces directory) says so with a "Dev" badge, and its "Reload" mounts it
+// afresh: a dev surface's files are read again, so an edit shows without the agent.
 
 import { el } from "./dom.js";
 import { mountSurface, reloadLimit } from "./surface_host.js";
@@ -77,6 +81,7 @@ function showTitle(entry) {
   head.title = `${data.app_id} ${data.app_version}`;
   entry.li.querySelector(".surface-card").setAttribute("aria-label", name);
   entry.li.querySelector(".surface-close").setAttribute("aria-label", `Close ${name}`);
+  entry.li.querySelector(".surface-reload").setAttribute("aria-label", `Reload ${name}`);
 }
 
 function showNotice(entry, text, reopen = false) {
@@ -93,9 +98,15 @@ export function renderSurfaceCard(item, li) {
   const card = el("section", "surface-card");
   const head = el("header", "surface-head");
   head.append(el("span", "surface-name"), el("span", "surface-status"));
+  const dev = el("span", "surface-dev", "Dev");
+  dev.title = "Dev mode: not a signed, installed app";
+  dev.hidden = !item.data.dev;
+  const reload = el("button", "surface-reload", "Reload");
+  reload.type = "button";
+  reload.hidden = true;
   const close = el("button", "surface-close", "Close");
   close.type = "button";
-  head.append(close);
+  head.append(dev, reload, close);
   const body = el("div", "surface-body");
   const notice = el("p", "surface-notice");
   const reopen = el("button", "surface-reopen", "Reopen");
@@ -116,6 +127,13 @@ export function renderSurfaceCard(item, li) {
   };
   close.addEventListener("click", () => {
     if (entry.handle) ui.send({ op: "ui_event", mount_id: entry.mountId, event: "close", data: {} });
+  });
+  reload.addEventListener("click", () => {
+    if (entry.pending) return;
+    unmount(entry);
+    entry.stopped = false;
+    entry.reloads = reloadLimit();
+    updateSurfaceCard(entry.item, entry.li);
   });
   reopen.addEventListener("click", () => {
     entry.stopped = false;
@@ -141,6 +159,8 @@ export function updateSurfaceCard(item, li) {
   const words = open ? "" : REASON_TEXT[data.reason] ?? STATUS_TEXT[data.status] ?? data.status;
   li.querySelector(".surface-status").textContent = words;
   li.querySelector(".surface-close").hidden = !open;
+  li.querySelector(".surface-dev").hidden = !data.dev;
+  li.querySelector(".surface-reload").hidden = !(open && data.dev);
   if (!open) {
     showNotice(entry, data.status === "unavailable" ? UNAVAILABLE_TEXT : "");
     unmount(entry);
