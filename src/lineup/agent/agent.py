@@ -42,6 +42,7 @@ from lineup.client.connection import stream_url
 from lineup.logs import pseudonym
 from lineup.protocol import (
     Envelope,
+    ErrorCode,
     ErrorResponse,
     MessageEnvelope,
     Rejection,
@@ -208,7 +209,7 @@ class Agent:
             except httpx.TransportError as exc:
                 why = type(exc).__name__
             except SendRejected as exc:
-                if exc.code not in ("unavailable", "internal"):
+                if exc.code not in (ErrorCode.UNAVAILABLE, ErrorCode.INTERNAL_ERROR):
                     raise
                 why = exc.code
             delay = self._first_backoff.next_delay()
