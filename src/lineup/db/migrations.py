@@ -47,5 +47,25 @@ def migrate_sqlite(conn: sqlite3.Connection, folder: Traversable) -> int:
 
 
 def _statements(sql: str) -> list[str]:
-    body = "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
-    return [s.strip() for s in body.split(";") if s.strip()]
+    """The complete statements of a migration file, in order, as SQLite's own tokenizer
+    sees them (``sqlite3.complete_statement``): a ``;`` in a string, a comment or a
+    trigger's ``BEGIN ... END`` body does not end a statement. ``executescript`` would
+    split the same way but commits first; here the whole file is one transaction."""
+    statements: list[str] = []
+    pending = ""
+    for piece in sql.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            statements.append(pending.strip())
+            pending = ""
+    rest = pending[:-1]  # the ``;`` added after the last piece
+    if not _only_comments(rest):
+        raise RuntimeError(f"a migration ends inside a statement: {rest.strip()[:60]!r}")
+    return [s for s in statements if not _only_comments(s)]
+
+
+def _only_comments(text: str) -> bool:
+    """``text`` holds nothing but whitespace, ``--`` and ``/* */`` comments and ``;``."""
+    body = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    body = re.sub(r"--[^\n]*", "", body)
+    return body.replace(";", "").strip() == ""
