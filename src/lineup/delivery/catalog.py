@@ -122,8 +122,11 @@ class CatalogClient:
         self._token = token
         self._timeout = timeout
         if self.security == "development" and self._base_url not in _warned:
-            _warned.add(self._base_url)  # once per catalog and process, not every fetch
-            log.warning("catalog over plain HTTP on loopback: development only")
+            # Once per catalog and process. INFO, not WARNING: plain HTTP is refused
+            # everywhere but loopback, so this is always a development setup (the
+            # demo's): not worth a line in its terminal by default.
+            _warned.add(self._base_url)
+            log.info("catalog over plain HTTP on loopback: development only")
 
     def _client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(
