@@ -270,11 +270,12 @@ class Conversation:
         state: dict[str, Any] | None = None,
         name: str | None = None,
     ) -> int:
-        """Show one surface of an enabled app (exact ``version``, ``surface`` or its
-        first) in the conversation, with ``state``. The same ``instance_id`` again
-        replaces it. The person's events arrive as ``lineup.v1.ui.event``
-        (``Agent.on_event``); a surface the Runtime cannot show is answered with a
-        ``lineup.v1.error`` (``surface_unavailable``) naming this envelope."""
+        """Show one surface of an enabled app (exact ``version``; ``surface`` is
+        required: an open without it is refused as ``malformed_envelope``) in the
+        conversation, with ``state``. The same ``instance_id`` again replaces it. The
+        person's events arrive as ``lineup.v1.ui.event`` (``Agent.on_event``); a
+        surface the Runtime cannot show is answered with a ``lineup.v1.error``
+        (``surface_unavailable``) naming this envelope."""
         app = payloads.SurfaceApp(id=app_id, version=version, surface=surface, name=name)
         payload = payloads.UiOpen(instance_id=instance_id, app=app, state=state or {})
         return await self.send(self._make(UiOpenEnvelope, "uio", payload, None))

@@ -2,7 +2,8 @@
 ``ui.patch``, ``ui.close`` and the person's ``ui.event``, persisted.
 
 The agent may only request. ``ui.open`` names an enabled app, the exact version in
-use and one of its surfaces (``app.surface``, else its first); anything else is
+use and one of its surfaces (``app.surface``, which the payload requires unless the
+bundle is inline); anything else is
 ``surface_unavailable`` and nothing is mounted: the card shows a safe notice and the
 agent gets one ``lineup.v1.error`` naming the envelope (``ref_id``). An inline bundle
 (``html``/``css``/``js``) is accepted only in dev mode, when its ``integrity`` is on the
