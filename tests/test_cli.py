@@ -4,32 +4,17 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 
 from tests.support.appserver import free_port
+from tests.support.cli import lineup
 from tests.support.demo_process import running_demo
 
 PASSWORD = "long enough"
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def lineup(
-    *args: str, input: str | None = None, env: dict[str, str] | None = None, timeout: float = 60
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "lineup", *args],
-        capture_output=True,
-        text=True,
-        input=input,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-        check=False,
-    )
 
 
 def test_user_and_agent_add_and_their_errors(tmp_path: Path) -> None:

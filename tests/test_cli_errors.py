@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
@@ -15,22 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.appserver import free_port
+from tests.support.cli import lineup
 from tests.support.demo_process import running_demo
-
-
-def lineup(
-    *args: str, input: str | None = None, env: dict[str, str] | None = None, timeout: float = 60
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "lineup", *args],
-        capture_output=True,
-        text=True,
-        input=input if input is not None else "",
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-        check=False,
-        start_new_session=True,  # no terminal: prompts read stdin
-    )
 
 
 def one_line(result: subprocess.CompletedProcess[str], code: int = 1) -> str:

@@ -41,7 +41,7 @@ from .server import admin
 from .server.catalog import catalog_for
 from .server.runner import build_server
 from .serving import wait_started
-from .stopping import StopSignals, run_until_stopped, within
+from .stopping import run_stoppable, within
 
 log = logging.getLogger("lineup.demo")
 
@@ -178,29 +178,20 @@ async def run_demo(
     gets the one-time login link once everything serves (``lineup demo --desktop``
     opens it in the window); ``native``: the desktop host's providers. A signal at
     any moment stops it within ``stopping.DEADLINE`` seconds (lineup.stopping)."""
-    signals = None
-    if stop is None:
-        signals = StopSignals()
-        signals.install()
-        stop = signals.event
-    try:
-        await run_until_stopped(
-            _demo(
-                data_dir,
-                host=host,
-                port=port,
-                web_port=web_port,
-                surface_port=surface_port,
-                stop=stop,
-                on_ready=on_ready,
-                native=native,
-                dev_surfaces=dev_surfaces,
-            ),
-            stop,
-        )
-    finally:
-        if signals is not None:
-            signals.remove()
+    await run_stoppable(
+        lambda stop: _demo(
+            data_dir,
+            host=host,
+            port=port,
+            web_port=web_port,
+            surface_port=surface_port,
+            stop=stop,
+            on_ready=on_ready,
+            native=native,
+            dev_surfaces=dev_surfaces,
+        ),
+        stop,
+    )
 
 
 async def _demo(

@@ -18,7 +18,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 __all__ = ["DEADLINE", "StopSignals", "within"]
@@ -105,3 +105,21 @@ async def run_until_stopped(
         waiter.cancel()
     if task.done() and not task.cancelled():
         task.result()
+
+
+async def run_stoppable(
+    body: Callable[[asyncio.Event], Awaitable[None]], stop: asyncio.Event | None
+) -> None:
+    """``run_until_stopped(body(stop), stop)`` for a long-running command: with no
+    ``stop`` of the caller's, SIGINT and SIGTERM are this process's (``StopSignals``)
+    from here until ``body`` ends; with one, signals stay the caller's (the desktop)."""
+    signals = None
+    if stop is None:
+        signals = StopSignals()
+        signals.install()
+        stop = signals.event
+    try:
+        await run_until_stopped(body(stop), stop)
+    finally:
+        if signals is not None:
+            signals.remove()

@@ -11,7 +11,7 @@ import uvicorn
 from lineup.delivery.keys import PublicKey
 from lineup.runtime import Runtime
 from lineup.serving import EmbeddedServer, uvicorn_config, wait_started
-from lineup.stopping import StopSignals, run_until_stopped, within
+from lineup.stopping import run_stoppable, within
 
 from .app import WebHost
 from .native import NativeHost
@@ -162,31 +162,22 @@ async def run_standalone(
     the page to open (a one-time login link when the Runtime is logged in) instead of
     it being printed. Stopping drains the outbox for a few seconds; what is left stays
     on disk. A signal at any moment stops it within ``stopping.DEADLINE`` seconds."""
-    signals = None
-    if stop is None:
-        signals = StopSignals()
-        signals.install()
-        stop = signals.event
-    try:
-        await run_until_stopped(
-            _standalone(
-                data_dir,
-                server_url=server_url,
-                host=host,
-                port=port,
-                agent_id=agent_id,
-                surface_port=surface_port,
-                trusted_keys=trusted_keys,
-                stop=stop,
-                on_ready=on_ready,
-                native=native,
-                dev_surfaces=dev_surfaces,
-            ),
-            stop,
-        )
-    finally:
-        if signals is not None:
-            signals.remove()
+    await run_stoppable(
+        lambda stop: _standalone(
+            data_dir,
+            server_url=server_url,
+            host=host,
+            port=port,
+            agent_id=agent_id,
+            surface_port=surface_port,
+            trusted_keys=trusted_keys,
+            stop=stop,
+            on_ready=on_ready,
+            native=native,
+            dev_surfaces=dev_surfaces,
+        ),
+        stop,
+    )
 
 
 async def _standalone(
