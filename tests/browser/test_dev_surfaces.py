@@ -18,21 +18,14 @@ from lineup.agent import Agent
 from lineup.protocol import UiEventEnvelope
 from tests.browser.conftest import Screenshot
 from tests.conftest import Pair
+from tests.runtime.test_dev_surfaces import HELLO
 from tests.support.appserver import AppServerProcess
 from tests.support.browser import PageWatch
 from tests.support.browser_interactions import chat_id, log_in
 from tests.support.sdk_agent import running_agent
 from tests.support.webhost import serving
 
-MANIFEST = {
-    "id": "com.example.hello",
-    "version": "0.1.0",
-    "kind": "installed",
-    "name": "Hello",
-    "app_scope": "hello",
-    "min_host_version": "0.1.0",
-    "surfaces": [{"id": "card", "entry": "index.html", "events": ["clicked"]}],
-}
+MANIFEST = HELLO  # the same bundle as the Runtime's dev-surface tests
 JS = """\
 LineUpSurface.onState((state) => {
   document.getElementById("who").textContent = String(state.who ?? "");
