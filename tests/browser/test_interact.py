@@ -12,7 +12,7 @@ from tests.browser.conftest import Screenshot
 from tests.conftest import make_pair
 from tests.runtime.xss_corpus import XSS_CORPUS
 from tests.support.appserver import AppServerProcess
-from tests.support.browser import PageWatch
+from tests.support.browser import PageWatch, rendered
 from tests.support.browser_interactions import tool_call
 from tests.support.webhost import Client, serving
 
@@ -271,6 +271,7 @@ async def test_toasts_sit_above_the_composer_and_hide_no_row(
     for width, height in ((1280, 800), (375, 667)):
         await page.set_viewport_size({"width": width, "height": height})
         await expect(toasts).to_have_count(3)
+        await rendered(page)  # what the first frame at this size paints
         boxes = await page.evaluate(BOXES)
         for toast in boxes["toasts"]:
             # Their own place: between the timeline and the composer, in the right corner.

@@ -178,3 +178,18 @@ async def save_screenshot(page: Page, test_name: str, name: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     await page.screenshot(path=path, full_page=True)
     return path
+
+
+# A new ResizeObserver reports its first observation in the next rendering update,
+# after the observers the page made earlier (the shell's own), and before that frame
+# is painted. Unlike requestAnimationFrame it is not faked by ``page.clock``.
+_RENDERED = """() => new Promise((resolve) => {
+  const probe = new ResizeObserver(() => { probe.disconnect(); resolve(); });
+  probe.observe(document.documentElement);
+})"""
+
+
+async def rendered(page: Page) -> None:
+    """Until the page has run its next rendering update (layout, its ResizeObservers),
+    so what is read next is what that frame paints, also with a paused ``page.clock``."""
+    await page.evaluate(_RENDERED)
