@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import html
 import logging
 import re
 from collections.abc import AsyncIterator, Iterable, MutableMapping
@@ -41,13 +40,14 @@ from lineup.runtime import (
     ToolCallsChanged,
 )
 from lineup.runtime.apps.focus import EndAppSession, InstanceOpened
-from lineup.runtime.events import AppsChanged
+from lineup.runtime.events import AppsChanged, LocaleChosen
 from lineup.runtime.host_sessions import SESSION_TTL
 
 from . import channel
 from .app_centre import AppCentreHost, AppCentreTab
 from .app_surfaces import AppSurfaces
 from .capabilities import CapabilityTab, HostCapabilities
+from .html import index_html, login_html, page_locale
 from .jobs import HostJobs
 from .native import NativeHost
 from .pages import PAGE, page_view
@@ -158,13 +158,15 @@ class WebHost:
             return Response("unknown host", status_code=421)
         if not await self.sessions.valid(request.cookies.get(COOKIE)):
             return RedirectResponse("/login", status_code=303)
-        page = resources.files(__package__).joinpath("static/index.html").read_text("utf-8")
-        return HTMLResponse(page)
+        choice = await self.runtime.locale_choice()
+        locale = self._locale(request, choice)
+        return self._page(index_html(locale, choice or "auto"), locale)
 
     async def login_page(self, request: Request) -> Response:
         if not self._host_ok(request.headers.get("host")):
             return Response("unknown host", status_code=421)
-        return HTMLResponse(_login_html(request.query_params.get("error")))
+        locale = self._locale(request, await self.runtime.locale_choice())
+        return self._page(login_html(locale, request.query_params.get("error")), locale)
 
     async def login(self, request: Request) -> Response:
         if not self._host_ok(request.headers.get("host")) or not self._origin_ok(
@@ -176,14 +178,15 @@ class WebHost:
             return Response("bad form", status_code=400)
         username = form.get("username", "")[:64]
         password = form.get("password", "")[:1024]
+        locale = self._locale(request, await self.runtime.locale_choice())
         try:
             await self.runtime.login(self.server_url, username, password)
         except AuthenticationFailed:
             # The form again, right here: the username stays typed in (never in a URL,
             # never the password) and the password field takes the focus.
-            return HTMLResponse(_login_html("credentials", username))
+            return self._page(login_html(locale, "credentials", username), locale)
         except (ClientError, OSError):
-            return HTMLResponse(_login_html("unavailable", username), status_code=503)
+            return self._page(login_html(locale, "unavailable", username), locale, status=503)
         return await self._start_session()
 
     async def one_time(self, request: Request) -> Response:
@@ -217,6 +220,16 @@ class WebHost:
             samesite="strict",
         )
         return response
+
+    @staticmethod
+    def _locale(request: Request, choice: str | None) -> str:
+        return page_locale(choice, request.headers.get("accept-language"))
+
+    @staticmethod
+    def _page(page: str, locale: str, *, status: int = 200) -> HTMLResponse:
+        """A page in ``locale``; it varies with the browser's languages."""
+        headers = {"Content-Language": locale, "Vary": "Accept-Language"}
+        return HTMLResponse(page, status_code=status, headers=headers)
 
     def _host_ok(self, host: str | None) -> bool:
         return host is not None and host in self.allowed_hosts
@@ -264,6 +277,8 @@ class WebHost:
                 groups.instances(i for e in event.effects if (i := getattr(e, "instance_id", None)))
                 if any(isinstance(e, (InstanceOpened, EndAppSession)) for e in event.effects):
                     centre.mark()  # how many instances of an app run changed
+            elif isinstance(event, LocaleChosen):
+                frame = channel.LocaleFrame(choice=event.choice or "auto")
             elif isinstance(event, ToolCallsChanged):
                 frame = channel.AppPush(instance_ids=sorted(event.instance_ids), topic=event.topic)
             elif centre.on_event(event):
@@ -344,6 +359,9 @@ class WebHost:
                 continue
             if isinstance(frame, channel.AppsRequest):
                 await outbox.put(await centre.opened())
+                continue
+            if isinstance(frame, channel.ChooseLocale):
+                await self.runtime.choose_locale(frame.locale)  # every tab hears it
                 continue
             if isinstance(frame, channel.AppsAction):
                 # A download or a catalog fetch may take seconds: the tab's other
@@ -626,55 +644,3 @@ async def _pump(websocket: WebSocket, outbox: asyncio.Queue[bytes]) -> None:
         data = await outbox.get()
         if data:
             await websocket.send_text(data.decode("utf-8"))
-
-
-_ERRORS = {
-    "credentials": "Wrong username or password.",
-    "unavailable": "The server cannot be reached. Try again in a moment.",
-    "link": "That login link has expired or was already used.",
-}
-
-
-def _login_html(error: str | None, username: str = "") -> str:
-    """The login page; after a refused attempt (``error``), with the one-line reason and
-    the ``username`` that was tried filled in, the focus on the password field."""
-    message = _ERRORS.get(error or "", "")
-    notice = (
-        f'<p class="error" id="login-error" role="alert">{html.escape(message)}</p>'
-        if message
-        else ""
-    )
-    name_attrs = f' value="{html.escape(username, quote=True)}"' if username else ""
-    retry_attrs = ""
-    if username:  # tried once: type the password again
-        retry_attrs = ' autofocus aria-describedby="login-error"'
-        if error == "credentials":
-            retry_attrs += ' aria-invalid="true"'
-    else:
-        name_attrs += " autofocus"
-    return f"""<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>LineUp · Log in</title>
-<link rel="icon" href="data:,">
-<link rel="stylesheet" href="/static/style.css">
-</head>
-<body class="login">
-<main class="login-card">
-<h1>LineUp</h1>
-<p class="subtitle">Log in to talk with your agent.</p>
-{notice}
-<form method="post" action="/login">
-<label>Username
-<input name="username" autocomplete="username" required maxlength="64"{name_attrs}></label>
-<label>Password
-<input name="password" type="password" autocomplete="current-password"
- required{retry_attrs}></label>
-<button type="submit">Log in</button>
-</form>
-</main>
-</body>
-</html>
-"""

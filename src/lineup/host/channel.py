@@ -237,6 +237,13 @@ class AppsAction(_In, frozen=True, tag="apps_action"):
             raise ValueError(f"{self.action} takes no version")
 
 
+class ChooseLocale(_In, frozen=True, tag="locale"):
+    """The person chose the shell's language (``None``: as the browser says). Every tab
+    is told with a ``LocaleFrame`` and shows itself again in it."""
+
+    locale: Literal["en", "zh-CN"] | None
+
+
 CapabilityFrame = Consent | Claim | CapabilityDone | GrantsRequest | Forget | CapabilityPolicy
 
 ShellFrame = (
@@ -263,6 +270,7 @@ ShellFrame = (
     | CapabilityPolicy
     | AppsRequest
     | AppsAction
+    | ChooseLocale
 )
 
 
@@ -587,6 +595,12 @@ class HostCapabilityView(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     risk: str
     revoked: bool
+
+
+class LocaleFrame(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="locale"):
+    """The person's language setting changed: ``auto`` (the browser's) or a language."""
+
+    choice: str
 
 
 class GrantsFrame(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="grants"):

@@ -26,6 +26,7 @@ __all__ = [
     "ConnectionChanged",
     "InventoryChanged",
     "Listener",
+    "LocaleChosen",
     "RuntimeEvent",
     "TimelineChanged",
     "ToolCallsChanged",
@@ -72,8 +73,15 @@ class InventoryChanged:
     inventory: ClientInventory
 
 
+@dataclass(frozen=True, slots=True)
+class LocaleChosen:
+    """The person chose the language of their client (``None``: the browser's)."""
+
+    choice: str | None
+
+
 RuntimeEvent: TypeAlias = (
     "TimelineChanged | ConnectionChanged | AppsChanged | ToolCallsChanged"
-    " | CapabilitiesChanged | AppCentreChanged | InventoryChanged"
+    " | CapabilitiesChanged | AppCentreChanged | InventoryChanged | LocaleChosen"
 )
 Listener = Callable[["RuntimeEvent"], None]

@@ -36,7 +36,7 @@ from lineup.protocol import (
 from lineup.protocol.interactions import MAX_INPUT_CHARS
 from lineup.protocol.payloads import ClientInventory
 
-from . import appserver_api, receive, ui_surfaces
+from . import appserver_api, preferences, receive, ui_surfaces
 from .apps import registry
 from .apps.app_api import AppApi
 from .apps.installer import CATALOG_INTERVAL, AppDelivery
@@ -653,6 +653,14 @@ class Runtime:
     async def declared_capabilities(self) -> frozenset[str]:
         """The capabilities declared now: provided by an attached host, not revoked."""
         return await self.store.db.read(capability_queries.declared_names)
+
+    async def locale_choice(self) -> str | None:
+        """The language the person chose in the shell, or ``None``: the browser's."""
+        return await self.store.db.read(preferences.locale_choice)
+
+    async def choose_locale(self, choice: str | None) -> None:
+        """Remember the person's language (``None``: as the browser says)."""
+        await self.store.db.write(preferences.set_locale_choice_txn, choice)
 
     @property
     def host_sessions(self) -> HostSessions:

@@ -1,0 +1,171 @@
+"""The catalogues are complete in both languages, and the shell reads every string the
+person sees from them (``lineup/locales``, ``host/static/i18n.js``)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from lineup.i18n import LOCALES, Catalogues, negotiate, parse_accept_language, placeholders
+
+ROOT = Path(__file__).resolve().parents[1] / "src" / "lineup"
+SHELL = ROOT / "host" / "static"
+CATALOGUES = [ROOT / "locales"]
+"""Every catalogue folder; the MiniApps' own are found below."""
+CATALOGUES += sorted(p.parent for p in (ROOT / "miniapps").glob("**/locales/en.json"))
+
+_PLURAL = re.compile(r"_(zero|one|two|few|many|other)$")
+
+
+def _load(folder: Path, locale: str) -> dict[str, str]:
+    data = json.loads((folder / f"{locale}.json").read_text("utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def _base(key: str) -> str:
+    return _PLURAL.sub("", key)
+
+
+@pytest.mark.parametrize("folder", CATALOGUES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_key_is_in_both_languages_with_the_same_placeholders(folder: Path) -> None:
+    catalogues = {locale: _load(folder, locale) for locale in LOCALES}
+    for locale, strings in catalogues.items():
+        assert all(isinstance(v, str) and v.strip() for v in strings.values()), locale
+        assert list(strings) == sorted(strings), f"{locale}: keys out of order"
+    bases = {locale: {_base(k) for k in strings} for locale, strings in catalogues.items()}
+    assert bases["en"] == bases["zh-CN"], {
+        "only in en": sorted(bases["en"] - bases["zh-CN"]),
+        "only in zh-CN": sorted(bases["zh-CN"] - bases["en"]),
+    }
+    for base in bases["en"]:
+        found = {
+            locale: {placeholders(v) for k, v in strings.items() if _base(k) == base}
+            for locale, strings in catalogues.items()
+        }
+        assert found["en"] == found["zh-CN"], (base, found)
+    # Plural forms as each language's CLDR rules name them: English one/other,
+    # Chinese other only.
+    en, zh = catalogues["en"], catalogues["zh-CN"]
+    for key in en:
+        if key.endswith("_one"):
+            assert key[:-4] + "_other" in en, key
+            assert key[:-4] + "_other" in zh and key not in zh, key
+
+
+def _shell_sources() -> list[Path]:
+    return sorted(SHELL.glob("*.js"))
+
+
+_T_CALL = re.compile(r"""\bt\(\s*(["'])([^"']+)\1""")
+_T_DYNAMIC = re.compile(r"""\bt\(\s*`([^`]*)`""")
+
+
+def test_every_key_the_shell_asks_for_is_in_the_catalogue() -> None:
+    strings = _load(ROOT / "locales", "en")
+    bases = {_base(k) for k in strings}
+    missing = []
+    for source in _shell_sources():
+        text = source.read_text("utf-8")
+        for match in _T_CALL.finditer(text):
+            if match[2] not in bases:
+                missing.append(f"{source.name}: {match[2]}")
+        for match in _T_DYNAMIC.finditer(text):
+            # t(`prefix.${name}`): some key must start with the fixed part.
+            prefix = match[1].split("${", 1)[0]
+            if not any(b.startswith(prefix) for b in bases):
+                missing.append(f"{source.name}: {match[1]}")
+    page = (SHELL / "index.html").read_text("utf-8")
+    special = {"lang", "choice", "catalogue"}
+    for key in re.findall(r"\[\[([A-Za-z0-9_.-]+)\]\]", page):
+        if key not in special and key not in bases:
+            missing.append(f"index.html: {key}")
+    assert not missing
+
+
+# A string literal a person would read: a capital letter, then words, or text ending
+# like a sentence. Identifiers, class names, selectors, codes and URLs do not match.
+_LITERAL = re.compile(r"""(["'`])((?:\\.|(?!\1)[^\\\n])*)\1""")
+_PROSE = re.compile(r"^[A-Z][a-z']+(?:[ ,][A-Za-z'’…,.!?:-]+)+$|^[A-Z][a-z]+[.…!?]$|[a-z]…$")
+_NOT_PROSE = {
+    "Content-Type",
+    "Escape",
+    "Enter",
+    "Tab",
+    "Shift",
+    "ArrowUp",
+    "ArrowDown",
+    "ArrowLeft",
+    "ArrowRight",
+    "Home",
+    "End",
+    "PageUp",
+    "PageDown",
+}
+
+
+def _comment_free(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    return "\n".join(re.sub(r"(^|\s)//.*$", "", line) for line in text.splitlines())
+
+
+@pytest.mark.parametrize("source", _shell_sources(), ids=lambda p: p.name)
+def test_the_shell_hard_codes_no_string_a_person_reads(source: Path) -> None:
+    found = []
+    for line_no, line in enumerate(_comment_free(source.read_text("utf-8")).splitlines(), 1):
+        if "console." in line:
+            continue  # for developers, in English
+        for match in _LITERAL.finditer(line):
+            literal = match[2]
+            if literal in _NOT_PROSE or "${" in literal and not _PROSE.search(literal):
+                continue
+            if _PROSE.search(literal.split("${", 1)[0].strip() or "-"):
+                found.append(f"{source.name}:{line_no}: {literal}")
+    assert not found, "\n".join(found)
+
+
+def test_the_page_text_of_the_shell_is_all_in_the_catalogue() -> None:
+    page = (SHELL / "index.html").read_text("utf-8")
+    body = re.sub(r"<script.*?</script>", "", page, flags=re.S)
+    texts = [t.strip() for t in re.findall(r">([^<>]+)<", body)]
+    attributes = re.findall(r'(?:placeholder|aria-label|title|alt)="([^"]*)"', body)
+    loose = [t for t in texts + attributes if t and not re.fullmatch(r"\[\[[\w.-]+\]\]", t)]
+    # The product's name, and the avatar's initial (aria-hidden; app.js sets it).
+    assert [t for t in loose if t not in {"LineUp", "A"}] == []
+
+
+@pytest.mark.parametrize(
+    ("header", "tags", "locale"),
+    [
+        ("zh-CN,zh;q=0.9,en;q=0.8", ["zh-CN", "zh", "en"], "zh-CN"),
+        ("en-US,en;q=0.9", ["en-US", "en"], "en"),
+        ("fr-FR, zh-TW;q=0.5, en;q=0.7", ["fr-FR", "en", "zh-TW"], "en"),
+        ("de;q=0.9, zh-Hans-CN;q=0.8", ["de", "zh-Hans-CN"], "zh-CN"),
+        ("zh;q=0, en", ["en"], "en"),
+        ("*", [], "en"),
+        ("", [], "en"),
+        ("en;q=abc, zh", ["zh"], "zh-CN"),
+        ("<script>, zh_CN", ["zh_CN"], "zh-CN"),
+    ],
+)
+def test_the_browser_s_languages_choose_the_page_s(
+    header: str, tags: list[str], locale: str
+) -> None:
+    assert parse_accept_language(header) == tags
+    assert negotiate(tags) == locale
+
+
+def test_text_fills_placeholders_and_plural_forms(tmp_path: Path) -> None:
+    (tmp_path / "en.json").write_text(
+        json.dumps({"rows_one": "{{count}} new message", "rows_other": "{{count}} new messages"})
+    )
+    (tmp_path / "zh-CN.json").write_text(json.dumps({"rows_other": "{{count}} 条新消息"}))
+    catalogues = Catalogues(tmp_path)  # type: ignore[arg-type]
+    assert catalogues.text("en", "rows", count=1) == "1 new message"
+    assert catalogues.text("en", "rows", count=3) == "3 new messages"
+    assert catalogues.text("zh-CN", "rows", count=1) == "1 条新消息"
+    assert catalogues.text("fr", "rows", count=2) == "2 new messages"  # not shipped: English
+    assert catalogues.text("zh-CN", "nothing") == "nothing"
