@@ -379,6 +379,8 @@ class WebHost:
     async def _answer(self, frame: channel.ShellFrame) -> bytes:
         runtime = self.runtime
         if isinstance(frame, channel.Hello):
+            if frame.locale is not None:
+                await runtime.locale_seen(frame.locale)
             session = runtime.session
             conversations = await runtime.conversations()
             items: list[channel.ItemView] = []

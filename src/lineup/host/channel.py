@@ -36,7 +36,10 @@ class _In(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True,
 
 
 class Hello(_In, frozen=True, tag="hello"):
-    """Sent first: the Runtime answers with a snapshot."""
+    """Sent first: the Runtime answers with a snapshot. ``locale``: the language the
+    tab shows (so the Runtime knows the person's when they chose none)."""
+
+    locale: Literal["en", "zh-CN"] | None = None
 
 
 class SendMessage(_In, frozen=True, tag="send"):

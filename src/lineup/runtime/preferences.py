@@ -3,14 +3,24 @@ desktop window and a restart agree. Today one: the language chosen in the shell.
 
 from __future__ import annotations
 
-from lineup.i18n import LOCALES
+from lineup.i18n import DEFAULT, LOCALES
 
 from .events import LocaleChosen
 from .txn import RuntimeTxn, Sql
 
-__all__ = ["LOCALE", "locale_choice", "set_locale_choice_txn"]
+__all__ = [
+    "LOCALE",
+    "SEEN_LOCALE",
+    "locale_choice",
+    "person_locale",
+    "set_locale_choice_txn",
+    "set_seen_locale_txn",
+]
 
 LOCALE = "locale"
+SEEN_LOCALE = "seen_locale"
+"""The language the person's newest tab showed (its browser's, when nothing is
+chosen): what "the person's language" is when they chose none."""
 
 
 def locale_choice(conn: Sql) -> str | None:
@@ -32,3 +42,30 @@ def set_locale_choice_txn(txn: RuntimeTxn, choice: str | None) -> None:
             (LOCALE, choice),
         )
     txn.emit(LocaleChosen(choice))
+
+
+def person_locale(conn: Sql) -> str:
+    """The person's language: the one chosen, else the one their newest tab showed,
+    else English."""
+    rows = dict(
+        conn.execute(
+            "SELECT name, value FROM preferences WHERE name IN (?, ?)", (LOCALE, SEEN_LOCALE)
+        ).fetchall()
+    )
+    for name in (LOCALE, SEEN_LOCALE):
+        if rows.get(name) in LOCALES:
+            return str(rows[name])
+    return DEFAULT
+
+
+def set_seen_locale_txn(txn: RuntimeTxn, locale: str) -> bool:
+    """A tab showed itself in ``locale``; whether that changed the stored one."""
+    if locale not in LOCALES:
+        raise ValueError(f"not a shipped language: {locale!r}")
+    cur = txn.execute(
+        "INSERT INTO preferences (name, value) VALUES (?, ?)"
+        " ON CONFLICT (name) DO UPDATE SET value = excluded.value"
+        " WHERE value IS NOT excluded.value",
+        (SEEN_LOCALE, locale),
+    )
+    return cur.rowcount > 0

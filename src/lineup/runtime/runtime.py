@@ -662,6 +662,15 @@ class Runtime:
         """Remember the person's language (``None``: as the browser says)."""
         await self.store.db.write(preferences.set_locale_choice_txn, choice)
 
+    async def locale_seen(self, locale: str) -> None:
+        """A tab of the person's showed itself in ``locale`` (one of ``LOCALES``)."""
+        await self.store.db.write(preferences.set_seen_locale_txn, locale)
+
+    async def person_locale(self) -> str:
+        """The person's language: the one they chose, else the one their newest tab
+        showed (their browser's), else English. What agents and apps are told."""
+        return await self.store.db.read(preferences.person_locale)
+
     @property
     def host_sessions(self) -> HostSessions:
         """The Web Host's browser sessions and one-time login links, kept in this

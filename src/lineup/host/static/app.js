@@ -20,6 +20,7 @@
 // pending in it stays answerable: closing an app does not cancel its questions.
 
 import { $, avatarFor, el, initials, policy, reconcile, time } from "./dom.js";
+import { locale } from "./i18n.js";
 import {
   flushDrafts,
   focusWanted,
@@ -735,7 +736,7 @@ function connect() {
   state.socket = socket;
   socket.addEventListener("open", () => {
     state.retryDelay = 250;
-    socket.send(JSON.stringify({ op: "hello" }));
+    socket.send(JSON.stringify({ op: "hello", locale }));
   });
   socket.addEventListener("message", (event) => onFrame(JSON.parse(event.data)));
   socket.addEventListener("close", (event) => {
