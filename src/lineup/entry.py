@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 from types import FrameType
+from typing import NoReturn
 
 STANDARD = "lineup: the command line needs LineUp's standard parts: pip install 'lineup[standard]'"
 
@@ -30,7 +31,7 @@ def main() -> None:
     try:
         from lineup.cli import main as run
     except KeyboardInterrupt:
-        sys.exit(130)
+        _quit_on_interrupt()
     except MissingExtra as exc:
         if debug:
             raise
@@ -44,5 +45,12 @@ def main() -> None:
     try:
         code = run()
     except KeyboardInterrupt:
-        code = 130
+        _quit_on_interrupt()
     sys.exit(code)
+
+
+def _quit_on_interrupt() -> NoReturn:
+    """Ctrl-C ended us: exit 130, and a second Ctrl-C pressed while we exit (a person
+    presses it twice) changes nothing: no traceback from the interpreter's shutdown."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(130)

@@ -105,7 +105,9 @@ def test_demo_second_ctrl_c_exits_at_once(tmp_path: Path) -> None:
          "--surface-port", str(free_port())]
     )  # fmt: skip
     code, stderr = _stop_after(demo, 2.0, signal.SIGINT, twice=True)
-    assert code in (0, 130), stderr
+    # On a loaded machine both may come during the imports: ended by the signal itself
+    # then (what a shell also reports as 130), never a hang or a traceback.
+    assert code in (0, 130, -signal.SIGINT), stderr
     assert "Traceback" not in stderr
 
 
