@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from playwright.async_api import Browser, Page, expect
 
 from tests.browser.conftest import Screenshot
@@ -34,6 +35,7 @@ LINES = """(element) => {
 """How many lines of text an element shows."""
 
 
+@pytest.mark.headed_path
 async def test_a_wrong_password_keeps_the_username_and_focuses_the_password(
     page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
 ) -> None:
@@ -65,6 +67,7 @@ async def test_a_wrong_password_keeps_the_username_and_focuses_the_password(
     page_watch.assert_clean()
 
 
+@pytest.mark.headed_path
 async def test_log_in_send_see_local_echo_then_the_agents_reply(
     page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
 ) -> None:
@@ -88,6 +91,7 @@ async def test_log_in_send_see_local_echo_then_the_agents_reply(
     page_watch.assert_clean()
 
 
+@pytest.mark.headed_path
 async def test_offline_then_online_queues_and_then_sends(
     page: Page, client_own_server: Client, own_appserver: AppServerProcess, screenshot: Screenshot
 ) -> None:
@@ -116,6 +120,7 @@ async def test_offline_then_online_queues_and_then_sends(
     await screenshot("back-online")
 
 
+@pytest.mark.headed_path
 async def test_reload_keeps_history_and_two_tabs_stay_in_sync(
     browser: Browser, page: Page, page_watch: PageWatch, client: Client
 ) -> None:

@@ -53,6 +53,7 @@ def card(page: Page, text: str) -> Locator:
     return page.locator(".item.interaction").filter(has=page.locator(".card-prompt", has_text=text))
 
 
+@pytest.mark.headed_path
 async def test_each_interaction_is_answered_in_the_page(
     page: Page, page_watch: PageWatch, ui: Client, screenshot: Screenshot
 ) -> None:

@@ -7,6 +7,7 @@ gets exactly one result either way."""
 
 from __future__ import annotations
 
+import pytest
 from playwright.async_api import FrameLocator, Locator, Page, expect
 
 from lineup.miniapps import install_bundled
@@ -17,6 +18,7 @@ from tests.support.browser_interactions import chat_id, log_in, tool_call, tool_
 from tests.support.webhost import Client
 
 
+@pytest.mark.headed_path
 async def test_a_question_shows_over_the_app_folds_away_and_is_answered_once(
     page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
 ) -> None:

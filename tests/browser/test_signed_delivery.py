@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from playwright.async_api import Page, expect
 
 from lineup.server.catalog import Catalog
@@ -30,6 +31,7 @@ def open_payload(instance_id: str, version: str, text: str) -> dict[str, object]
     return {"instance_id": instance_id, "app": app, "state": {"text": text}}
 
 
+@pytest.mark.headed_path
 async def test_sign_publish_install_open_patch_close_revoke_rollback(
     page: Page,
     page_watch: PageWatch,

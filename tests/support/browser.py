@@ -12,6 +12,10 @@ the 2-core CI machine, starting the Playwright driver and launching Chromium cos
 0.55 s and closing both about 0.15 s; a fresh context and page costs about 0.3 s whatever
 the scope. The ~0.7 s per test buys complete isolation and no cross-loop surprises.
 
+Headless unless ``LINEUP_HEADED=1``: scripts/test runs the tests marked ``headed_path``
+(the representative paths of spec 002 §11 item 9) a second time in a headed Chromium
+under Xvfb; their screenshots then go to test-artifacts/screenshots-headed/.
+
 Every page gets a ``PageWatch`` that records console errors, uncaught page errors,
 failed, blocked and HTTP-error requests and requests still in flight, so a test can end
 with ``watch.assert_clean()``. Requests to anything but loopback are aborted and recorded
@@ -42,7 +46,12 @@ from playwright.async_api import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
+# The headed pass (LINEUP_HEADED=1) keeps its own screenshots beside the headless ones.
+SCREENSHOTS = (
+    ROOT
+    / "test-artifacts"
+    / ("screenshots-headed" if os.environ.get("LINEUP_HEADED") == "1" else "screenshots")
+)
 CHROMIUM = Path(os.environ.get("LINEUP_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = (
     "--no-sandbox",
@@ -60,17 +69,38 @@ LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 LOCAL_SCHEMES = frozenset({"data", "blob", "about"})
 
 
+HEADED_ENV = "LINEUP_HEADED"
+
+
+def headed() -> bool:
+    """Whether the browser tests run a headed Chromium: ``LINEUP_HEADED=1``, which
+    scripts/test sets for its second pass, under Xvfb, over the tests marked
+    ``headed_path`` (spec 002 §11 item 9). Anything else is the usual headless run."""
+    value = os.environ.get(HEADED_ENV, "")
+    if value not in ("", "0", "1"):
+        raise RuntimeError(f"{HEADED_ENV}={value!r}: set it to 1 (headed) or 0 (headless)")
+    return value == "1"
+
+
 @asynccontextmanager
 async def launch_chromium() -> AsyncIterator[Browser]:
-    """A headless Chromium, closed (with its Playwright driver) on exit."""
+    """A Chromium, closed (with its Playwright driver) on exit: headless, or headed on
+    the X display in ``DISPLAY`` when ``LINEUP_HEADED=1``."""
     if not os.access(CHROMIUM, os.X_OK):
         raise RuntimeError(
             f"no Chromium at {CHROMIUM}: run scripts/system-deps (scripts/test does)"
             " or set LINEUP_CHROMIUM=/path/to/chromium"
         )
+    is_headed = headed()
+    if is_headed and not os.environ.get("DISPLAY"):
+        raise RuntimeError(
+            f"{HEADED_ENV}=1 asks for a headed Chromium but DISPLAY is not set: run under"
+            " a virtual display (xvfb-run -a, as scripts/test does) or unset"
+            f" {HEADED_ENV}"
+        )
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(
-            executable_path=CHROMIUM, args=list(CHROMIUM_ARGS), headless=True
+            executable_path=CHROMIUM, args=list(CHROMIUM_ARGS), headless=not is_headed
         )
         try:
             yield browser

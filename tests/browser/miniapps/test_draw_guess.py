@@ -146,6 +146,7 @@ def test_the_surface_bundle_stays_under_160_kib() -> None:
     }
 
 
+@pytest.mark.headed_path
 async def test_round_a_the_agent_draws_and_the_person_guesses_wrong_then_right(
     page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
 ) -> None:

@@ -114,6 +114,7 @@ def test_the_bundle_loads_and_its_surface_is_under_160_kib() -> None:
     assert 0 < size < MAX_BUNDLE_BYTES == 160 * 1024
 
 
+@pytest.mark.headed_path
 async def test_every_tool_shows_on_the_board_and_list_tasks_sees_the_person_s_edits(
     page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
 ) -> None:

@@ -206,6 +206,7 @@ async def test_the_agent_draws_snapshots_exports_and_clears(
     page_watch.assert_clean()
 
 
+@pytest.mark.headed_path
 async def test_the_person_draws_undoes_and_sends_the_drawing_to_the_agent(
     page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
 ) -> None:
