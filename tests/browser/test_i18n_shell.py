@@ -368,3 +368,109 @@ async def test_a_refused_send_and_the_connection_speak_the_person_s_language(
     if page_locale == "zh-CN":
         assert await english_words(page, []) == []
     page_watch.assert_clean()
+
+
+# Chinese has no spaces: a long run of it must wrap between characters, and a long
+# Latin word or URL anywhere, inside its bubble or card, never widening the timeline.
+LONG_ZH = "我们下周去杭州团建请大家提前确认行程并把身份证号码发给行政同事以便统一订票和安排住宿" * 6
+LONG_WORD = "Donaudampfschifffahrtsgesellschaftskapitaenswitwenrentenversicherung" * 3
+LONG_URL = "https://example.com/" + "path/" * 30 + "?q=" + "x" * 120
+
+OVERFLOWING = """(selectors) => {
+  const timeline = document.getElementById("timeline").getBoundingClientRect();
+  const bad = [];
+  const wide = (element) => element.scrollWidth > element.clientWidth + 1;
+  for (const row of document.querySelectorAll("#items > li, .group-items > li")) {
+    if (!row.checkVisibility()) continue;
+    const box = row.getBoundingClientRect();
+    if (wide(row) || box.left < timeline.left - 1 || box.right > timeline.right + 1) {
+      bad.push(`row ${row.className}: ${row.scrollWidth} > ${row.clientWidth}`);
+    }
+  }
+  for (const selector of selectors) {
+    for (const element of document.querySelectorAll(selector)) {
+      if (element.checkVisibility() && wide(element)) {
+        bad.push(`${selector}: ${element.scrollWidth} > ${element.clientWidth}`);
+      }
+    }
+  }
+  for (const scroller of [document.documentElement, document.getElementById("timeline")]) {
+    if (wide(scroller)) bad.push(`${scroller.id || "page"} scrolls sideways`);
+  }
+  return bad;
+}"""
+WRAPPED = [
+    ".bubble",
+    ".body",
+    ".card",
+    ".card-prompt",
+    ".option-label",
+    ".toast",
+    ".dock-item",
+    ".dock-name",
+    "#app-overlay",
+    "#app-overlay-title",
+    ".item.overlaid",
+    ".group-head",
+]
+
+
+@pytest.mark.parametrize("page_locale", ["zh-CN"])
+async def test_long_chinese_and_long_words_wrap_inside_bubbles_cards_dock_and_overlay(
+    page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
+) -> None:
+    await log_in(page, client)
+    conversation = await chat_id(client)
+    await page.fill("#input", LONG_ZH)
+    await page.keyboard.press("Enter")
+    await expect(page.locator(".item.from-user")).to_have_attribute("data-state", "sent")
+    await page.fill("#input", LONG_WORD)
+    await page.keyboard.press("Enter")
+    await client.pair.agent.send_text(conversation, LONG_ZH + LONG_WORD)
+    await client.pair.agent.send_text(conversation, LONG_URL)
+    await tool_call(
+        client,
+        CHOICE,
+        {
+            "prompt": LONG_ZH,
+            "options": [{"id": "a", "label": LONG_ZH}, {"id": "b", "label": LONG_WORD}],
+        },
+        "long-choice",
+    )
+    await tool_call(client, NOTICE, {"text": LONG_ZH + LONG_URL, "title": LONG_WORD}, "long")
+    await expect(page.locator(".item.interaction")).to_have_count(2)
+
+    # An app in front with a question beside it (the overlay), and a long name in the dock.
+    instance = await client.runtime.apps.open_instance("notes", conversation_id=conversation)
+    assert (await client.runtime.apps.started(instance.instance_id)).accepted
+    session = await client.runtime.apps.app_session_id(instance.instance_id)
+    await tool_call(
+        client,
+        CHOICE,
+        {"prompt": LONG_ZH, "options": [{"id": "a", "label": LONG_ZH}]},
+        "beside",
+        app_session_context={"app_session_id": session},
+    )
+    await expect(page.locator("#app-overlay .item.interaction")).to_have_count(1)
+    await page.locator(".dock-name").first.evaluate(
+        "(name, text) => { name.textContent = text; }", LONG_ZH
+    )
+
+    for width, height in ((1280, 900), (375, 800)):
+        await page.set_viewport_size({"width": width, "height": height})
+        assert await page.evaluate(OVERFLOWING, WRAPPED) == [], width
+        # Wrapped, not cut: the bubble is taller than one line.
+        bubble = await page.locator(".item.from-user .bubble").first.bounding_box()
+        assert bubble is not None and bubble["height"] > 60
+        await screenshot(f"{width}px-app")
+        await page.locator("#app-area-back").click()
+        await expect(page.locator("#app-area")).to_be_hidden()
+        assert await page.evaluate(OVERFLOWING, WRAPPED) == [], width
+        await screenshot(f"{width}px-chat")
+        await page.locator(".dock-front").first.click()
+        await expect(page.locator("#app-area")).to_be_visible()
+        await expect(page.locator("#app-overlay .item.interaction")).to_have_count(1)
+        await page.locator(".dock-name").first.evaluate(
+            "(name, text) => { name.textContent = text; }", LONG_ZH
+        )
+    page_watch.assert_clean()
