@@ -13,6 +13,8 @@ itself wrote (message bodies, prompts, options, names) is data, not the shell's.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -473,4 +475,37 @@ async def test_long_chinese_and_long_words_wrap_inside_bubbles_cards_dock_and_ov
         await page.locator(".dock-name").first.evaluate(
             "(name, text) => { name.textContent = text; }", LONG_ZH
         )
+    page_watch.assert_clean()
+
+
+async def test_a_tab_shows_itself_again_in_the_language_the_person_chose(
+    page: Page, page_watch: PageWatch, client: Client
+) -> None:
+    await log_in(page, client)
+    await expect(page.locator("html")).to_have_attribute("lang", "en")
+    await expect(page.locator("#connection")).to_have_text("Connected")
+    told = asyncio.Event()  # a locale frame came, for the second choice
+
+    def frame(payload: str | bytes) -> None:
+        if json.loads(payload).get("op") == "locale":
+            told.set()
+
+    page.on("websocket", lambda socket: socket.on("framereceived", frame))
+    await page.evaluate("window.before = true")
+
+    # Chosen (in another tab, or here): every tab hears it and loads itself again.
+    await client.runtime.choose_locale("zh-CN")
+    await expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
+    await expect(page.locator("#connection")).to_have_text("已连接")
+    await expect(page.locator("#send")).to_have_text("发送")
+    assert await page.evaluate("window.before") is None  # a new document
+
+    # The language it already shows: it stays as it is (no reload, no loop).
+    await page.evaluate("window.before = true")
+    told.clear()
+    await client.runtime.choose_locale("zh-CN")
+    async with asyncio.timeout(10):
+        await told.wait()
+    await page.wait_for_timeout(500)  # time to reload, were it to
+    assert await page.evaluate("window.before") is True
     page_watch.assert_clean()
