@@ -1,8 +1,8 @@
 """Fixtures for the browser tests: see tests/support/browser.py for why each test gets its
-own Chromium. ``page`` is a fresh 1280x800 context and page (in the language
-``page_locale`` names); ``page_watch`` holds what
-went wrong on it; ``screenshot(name)`` saves it under test-artifacts/screenshots/. A test
-that fails also leaves a ``<test>--failed.png`` there."""
+own Chromium. ``page`` is a fresh 1280x800 context and page, in the language
+``page_locale`` names; ``page_watch`` holds what went wrong on it; ``screenshot(name)``
+saves it under test-artifacts/screenshots/. A test that fails also leaves a
+``<test>--failed.png`` there."""
 
 from __future__ import annotations
 
