@@ -1,7 +1,8 @@
 """Fixtures for the browser tests: see tests/support/browser.py for why each test gets its
-own Chromium. ``page`` is a fresh 1280x800 context and page; ``page_watch`` holds what
-went wrong on it; ``screenshot(name)`` saves it under test-artifacts/screenshots/. A test
-that fails also leaves a ``<test>--failed.png`` there."""
+own Chromium. ``page`` is a fresh 1280x800 context and page, in the language
+``page_locale`` names; ``page_watch`` holds what went wrong on it; ``screenshot(name)``
+saves it under test-artifacts/screenshots/. A test that fails also leaves a
+``<test>--failed.png`` there."""
 
 from __future__ import annotations
 
@@ -38,10 +39,17 @@ async def browser() -> AsyncIterator[Browser]:
 
 
 @pytest.fixture
+def page_locale() -> str | None:
+    """The browser's language for ``page`` (None: Playwright's default, en-US). A test
+    runs in another with ``@pytest.mark.parametrize("page_locale", ["zh-CN"])``."""
+    return None
+
+
+@pytest.fixture
 async def _watched_page(
-    browser: Browser, request: pytest.FixtureRequest
+    browser: Browser, request: pytest.FixtureRequest, page_locale: str | None
 ) -> AsyncIterator[tuple[Page, PageWatch]]:
-    context, page, watch = await new_watched_page(browser)
+    context, page, watch = await new_watched_page(browser, page_locale)
     yield page, watch
     try:
         report = request.node.stash.get(_call_report, None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import re
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import httpx
@@ -40,6 +40,20 @@ def group_of_board(page: Page) -> Locator:
     return page.locator("#items > li.app-session").filter(
         has=page.locator(".group-name", has_text="Whiteboard")
     )
+
+
+def size_text(size: int) -> str:
+    """A size as the shell says it in English (i18n.js bytes(): Intl units, 1000 per
+    step, at most one decimal)."""
+    if size < 1000:
+        return "1 byte" if size == 1 else f"{size:,} bytes"
+    value = Decimal(size)
+    for unit in ("kB", "MB", "GB"):
+        value /= 1000
+        if value < 1000 or unit == "GB":
+            break
+    shown = value.quantize(Decimal("0.1"), rounding=ROUND_HALF_UP).normalize()
+    return f"{shown:f} {unit}"
 
 
 async def file_rows(page: Page) -> list[tuple[str, str | None]]:
@@ -114,7 +128,7 @@ async def test_the_whiteboard_s_exports_and_the_agent_s_file_are_one_downloadabl
             png = await stored(client, png_id)
             assert png[:8] == b"\x89PNG\r\n\x1a\n"
             await expect(png_row.locator(".artifact-meta")).to_have_text(
-                f"image/png · {len(png) / 1024:.1f} KB"
+                f"image/png · {size_text(len(png))}"
             )
             await png_row.scroll_into_view_if_needed()
             await screenshot("png-row-in-the-whiteboard-group")
@@ -137,7 +151,7 @@ async def test_the_whiteboard_s_exports_and_the_agent_s_file_are_one_downloadabl
             svg = await stored(client, svg_result["artifact_id"])
             assert svg.startswith(b"<svg") and len(svg) == svg_result["size"]
             await expect(svg_row.locator(".artifact-meta")).to_have_text(
-                re.compile(r"^image/svg\+xml · \d+(\.\d)? (B|KB)$")
+                f"image/svg+xml · {size_text(len(svg))}"
             )
             assert await downloaded(page, svg_row, "plan.svg") == svg
             await expect(group.locator(".group-count")).to_have_text("2 files")
@@ -151,7 +165,7 @@ async def test_the_whiteboard_s_exports_and_the_agent_s_file_are_one_downloadabl
         loose = page.locator("#items > li.item.artifact")
         await expect(loose).to_have_count(1)
         await expect(loose.locator(".artifact-meta")).to_have_text(
-            f"text/plain · {len(NOTES.encode())} B"
+            f"text/plain · {size_text(len(NOTES.encode()))}"
         )
         assert await downloaded(page, loose, "notes.txt") == NOTES.encode()
         rows = [("whiteboard.png", session), ("plan.svg", session), ("notes.txt", None)]

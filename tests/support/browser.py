@@ -186,9 +186,12 @@ class PageWatch:
             self.error_responses.append(f"{request.method} {request.url} -> {response.status}")
 
 
-async def new_watched_page(browser: Browser) -> tuple[BrowserContext, Page, PageWatch]:
-    """A fresh context and page (1280x800) with a ``PageWatch`` attached before any load."""
-    context = await browser.new_context(viewport=VIEWPORT)
+async def new_watched_page(
+    browser: Browser, locale: str | None = None
+) -> tuple[BrowserContext, Page, PageWatch]:
+    """A fresh context and page (1280x800) with a ``PageWatch`` attached before any load;
+    ``locale`` sets the browser's language (navigator.language, Accept-Language)."""
+    context = await browser.new_context(viewport=VIEWPORT, locale=locale)
     context.set_default_timeout(DEFAULT_TIMEOUT_MS)
     watch = PageWatch()
     await context.route(lambda url: not is_local(url), watch.block_non_local)

@@ -454,11 +454,8 @@ class WebHost:
                 await runtime.answer(frame.interaction_id, frame.conversation_id, frame.answer)
             except InteractionRefused as refused:
                 return _encode(
-                    channel.AnswerReceipt(
-                        interaction_id=frame.interaction_id,
-                        outcome=refused.code,
-                        message=_REFUSALS.get(refused.code, ""),
-                    )
+                    # The code only: the shell says it in the person's language.
+                    channel.AnswerReceipt(interaction_id=frame.interaction_id, outcome=refused.code)
                 )
             return _encode(
                 channel.AnswerReceipt(interaction_id=frame.interaction_id, outcome="accepted")
@@ -631,14 +628,6 @@ def _placed(group: channel.AppSessionView) -> tuple[bool, int, int]:
 
 def _iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds")
-
-
-_REFUSALS: dict[str, str] = {
-    ErrorCode.CALL_ALREADY_FINAL: "This question was already answered or closed.",
-    ErrorCode.INTERACTION_EXPIRED: "This question has expired.",
-    ErrorCode.INTERACTION_NOT_FOUND: "This question no longer exists.",
-    ErrorCode.ANSWER_INVALID: "That answer does not fit the question.",
-}
 
 
 async def _pump(websocket: WebSocket, outbox: asyncio.Queue[bytes]) -> None:

@@ -19,8 +19,8 @@
 // the files its instance kept; those never show as loose rows. A closed group is read-only history, but a question still
 // pending in it stays answerable: closing an app does not cancel its questions.
 
-import { $, avatarFor, el, initials, policy, reconcile, time } from "./dom.js";
-import { locale } from "./i18n.js";
+import { $, avatarFor, el, initials, policy, reconcile, time, watchComposition } from "./dom.js";
+import { choice, dateTime, locale, t } from "./i18n.js";
 import {
   flushDrafts,
   focusWanted,
@@ -134,22 +134,22 @@ initOverlay({
   },
 });
 
-const CONNECTION_TEXT = {
-  connecting: "Connecting…",
-  connected: "Connected",
-  reconnecting: "Reconnecting…",
-  offline: "Offline",
-  shell: "Runtime unreachable",
-};
+const CONNECTION_STATES = new Set(["connecting", "connected", "reconnecting", "offline", "shell"]);
 
 function setConnection(name) {
   const element = $("connection");
   element.dataset.state = name;
-  element.textContent = CONNECTION_TEXT[name] || name;
+  element.textContent = CONNECTION_STATES.has(name) ? t(`connection.${name}`) : name;
   element.title = element.textContent; // a narrow top bar shows only its dot
 }
 
-const STATE_TEXT = { sending: "Sending…", sent: "Sent", failed: "Not sent", received: "" };
+// What a message of the person's says about its delivery ("received": nothing).
+const DELIVERY_STATES = new Set(["sending", "sent", "failed"]);
+
+function deliveryText(state) {
+  if (state === "received") return "";
+  return DELIVERY_STATES.has(state) ? t(`status.${state}`) : state;
+}
 
 function renderItem(item) {
   const li = document.createElement("li");
@@ -165,11 +165,12 @@ function renderItem(item) {
     const when = document.createElement("time");
     when.dateTime = item.created_at;
     when.textContent = time(item.created_at);
+    when.title = dateTime(item.created_at);
     meta.append(when);
     if (item.sender === "user") {
-      meta.append(el("span", "delivery", STATE_TEXT[item.state] || item.state));
+      meta.append(el("span", "delivery", deliveryText(item.state)));
       if (item.state === "failed") {
-        const retry = el("button", "retry", "Retry");
+        const retry = el("button", "retry", t("status.retry"));
         retry.type = "button";
         retry.addEventListener("click", () =>
           send({ op: "retry", conversation_id: item.conversation_id, envelope_id: item.envelope_id }),
@@ -188,7 +189,7 @@ function renderItem(item) {
   } else if (item.kind === "status") {
     li.textContent = item.data.text || item.data.state;
   } else if (item.kind === "progress") {
-    const label = el("span", null, item.data.label || "Working");
+    const label = el("span", null, item.data.label || t("timeline.working"));
     const bar = document.createElement("progress");
     if (item.data.total) {
       bar.max = item.data.total;
@@ -199,20 +200,20 @@ function renderItem(item) {
     renderArtifactRow(item, li);
   } else if (item.kind === "error") {
     li.setAttribute("role", "alert");
-    li.textContent = `${item.data.message} (${item.data.code})`;
+    li.textContent = t("timeline.error", { message: item.data.message, code: item.data.code });
   } else {
     // A type this shell does not know, or an envelope the Runtime rejected (its code).
     li.textContent =
       item.data?.type === "rejected"
-        ? `This message could not be shown (${item.error_code}).`
-        : "This message needs a newer LineUp to be shown.";
+        ? t("timeline.rejected", { code: item.error_code })
+        : t("timeline.unknown");
   }
   return li;
 }
 
 // --- app sub-session groups -------------------------------------------------------------
 
-const GROUP_STATE_TEXT = { open: "running", closed: "closed · read-only" };
+const GROUP_STATES = new Set(["open", "closed"]);
 
 function groupItems(group) {
   // The newest version of each of its interaction rows, oldest first.
@@ -231,17 +232,17 @@ function renderGroup(group, li) {
     el("span", "group-name"),
     el("span", "group-state"),
     el("span", "group-count"),
-    el("span", "group-waiting", "waiting for your answer"),
+    el("span", "group-waiting", t("timeline.group.waiting")),
   );
   const list = el("ol", "group-items");
   details.append(summary, list);
   // Ended work can be continued: a new instance and a new group that names this one;
   // this group stays closed and its questions stay here.
   const foot = el("div", "group-foot");
-  const more = el("button", "group-continue", "Continue");
+  const more = el("button", "group-continue", t("timeline.group.continue"));
   more.type = "button";
   more.addEventListener("click", () => requestApp("continue", group.data.instance_id));
-  foot.append(el("span", "group-continues", "Continues earlier work"), more);
+  foot.append(el("span", "group-continues", t("timeline.group.continues")), more);
   li.append(details, foot);
   updateGroup(group, li);
 }
@@ -259,20 +260,22 @@ function updateGroup(group, li) {
   const name = li.querySelector(".group-name");
   name.textContent = data.label || data.app_scope;
   name.title = data.app_scope;
-  li.querySelector(".group-state").textContent = GROUP_STATE_TEXT[data.state] || data.state;
+  li.querySelector(".group-state").textContent = GROUP_STATES.has(data.state)
+    ? t(`timeline.group.${data.state}`)
+    : data.state;
   const cards = items.filter((item) => item.kind === "interaction").length;
   const count = Math.max(data.count, cards);
   const files = Math.max(data.files || 0, items.length - cards);
   const counted = [];
-  if (count || !files) counted.push(count === 1 ? "1 interaction" : `${count} interactions`);
-  if (files) counted.push(files === 1 ? "1 file" : `${files} files`);
+  if (count || !files) counted.push(t("timeline.group.interactions", { count }));
+  if (files) counted.push(t("timeline.group.files", { count: files }));
   li.querySelector(".group-count").textContent = counted.join(" · ");
   li.querySelector(".group-waiting").hidden = !waiting;
   const closed = data.state === "closed";
   li.querySelector(".group-continue").hidden = !closed;
   li.querySelector(".group-continue").setAttribute(
     "aria-label",
-    `Continue this ${data.label || data.app_scope} work`,
+    t("timeline.group.continue_label", { name: data.label || data.app_scope }),
   );
   li.querySelector(".group-continues").hidden = !data.continues;
   li.querySelector(".group-foot").hidden = !closed && !data.continues;
@@ -287,7 +290,7 @@ function updateGroup(group, li) {
     return row;
   });
   reconcile(list, nodes);
-  if (!items.length) list.append(el("li", "group-empty", "No questions yet."));
+  if (!items.length) list.append(el("li", "group-empty", t("timeline.group.empty")));
 }
 
 // The pending cards of the open group of an instance (what its overlay shows).
@@ -624,7 +627,7 @@ function onSnapshot(frame) {
   frame.items.forEach(upsert);
   onAppSessions(frame.app_sessions || []);
   if (state.conversation) {
-    $("conversation-title").textContent = state.conversation.title || "Chat";
+    $("conversation-title").textContent = state.conversation.title || t("app.chat");
     $("agent-name").textContent = state.conversation.agent_id;
     $("agent-avatar").textContent = initials(state.conversation.agent_id);
   }
@@ -671,6 +674,11 @@ function onFrame(frame) {
       break;
     case "connection":
       setConnection(frame.state);
+      break;
+    case "locale":
+      // The person chose a language (here or in another tab): the page is rendered in
+      // it by the Web Host, so a tab showing another one loads itself again.
+      if (frame.choice && frame.choice !== choice) location.reload();
       break;
     case "apps":
       appsChanged(frame);
@@ -865,13 +873,14 @@ function appsChanged(frame) {
 
 $("composer").addEventListener("submit", (event) => {
   event.preventDefault();
-  submit();
+  if (!composing()) submit();
 });
+const composing = watchComposition($("input"));
 $("input").addEventListener("keydown", (event) => {
-  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
-    event.preventDefault();
-    submit();
-  }
+  // During a composition Enter belongs to the IME (it picks the text): left alone.
+  if (event.key !== "Enter" || event.shiftKey || composing(event)) return;
+  event.preventDefault();
+  submit();
 });
 $("input").addEventListener("input", resize);
 $("older").addEventListener("click", loadOlder);

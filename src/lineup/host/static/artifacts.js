@@ -9,7 +9,7 @@
 // from the requester: shown with textContent, never as HTML.
 
 import { el } from "./dom.js";
-import { sizeText } from "./consent.js";
+import { bytes, number, t } from "./i18n.js";
 
 export function renderArtifactRow(item, li) {
   const file = item.data;
@@ -17,13 +17,13 @@ export function renderArtifactRow(item, li) {
   const chip = el("div", "artifact-chip");
   chip.append(el("span", "artifact-icon"));
   const text = el("span", "artifact-text");
-  const meta = el("span", "artifact-meta", `${file.media_type} · ${sizeText(file.size)}`);
-  meta.title = `${file.size} bytes`;
+  const meta = el("span", "artifact-meta", `${file.media_type} · ${bytes(file.size)}`);
+  meta.title = number(file.size, { style: "unit", unit: "byte", unitDisplay: "long" });
   text.append(el("span", "artifact-name", file.name), meta);
-  const link = el("a", "artifact-download", "Download");
+  const link = el("a", "artifact-download", t("artifacts.download"));
   link.href = file.url || `/artifacts/${encodeURIComponent(file.artifact_id)}`;
   link.download = file.name;
-  link.setAttribute("aria-label", `Download ${file.name}`);
+  link.setAttribute("aria-label", t("artifacts.download_label", { name: file.name }));
   chip.append(text, link);
   li.append(chip);
 }

@@ -4,7 +4,8 @@
 // about items, snapshots and receipts through the exported functions below. This module
 // never imports app.js: what it needs from the timeline comes through initCards.
 
-import { announce, avatarFor, el, showToast, time } from "./dom.js";
+import { announce, avatarFor, el, showToast, time, watchComposition } from "./dom.js";
+import { dateTime, relative, t } from "./i18n.js";
 
 // What the timeline lends the cards, set once by initCards:
 //   send(frame) -> bool      sends a frame on the host channel (false when offline)
@@ -28,7 +29,7 @@ const ia = {
   sentDrafts: new Map(), // interaction id -> the text the Runtime last heard
   draftTimers: new Map(), // interaction id -> debounce timer
   inflight: new Set(), // interaction ids whose answer is on its way
-  refusals: new Map(), // interaction id -> { code, message } from a refusal receipt
+  refusals: new Map(), // interaction id -> { code } from a refusal receipt (or "offline")
   countdowns: new Map(), // row key -> { element, expiresAt }
   focusWanted: new Map(), // interaction id -> data-focus of a control that was disabled
 };
@@ -38,20 +39,19 @@ const SOON_MS = 5 * 60 * 1000; // the countdown turns amber
 
 const serverNow = () => Date.now() + ia.clockOffset;
 
-const KIND_TEXT = {
-  notice: "Notice",
-  choice: "Question",
-  confirm: "Confirmation",
-  input: "Question",
-};
-const LEVEL_TEXT = { info: "Info", success: "Success", warning: "Warning", error: "Error" };
-const FINAL_TEXT = {
-  answered: "Answered",
-  dismissed: "Withdrawn by the agent",
-  expired: "Expired",
-  failed: "Could not be completed",
-  closed: "No longer open",
-};
+// The words for these come from the catalogue: cards.kind.*, cards.level.*, cards.final.*.
+const KINDS = new Set(["notice", "choice", "confirm", "input"]);
+const LEVELS = new Set(["info", "success", "warning", "error"]);
+const FINALS = new Set(["answered", "dismissed", "expired", "failed", "closed"]);
+// The refusals the Runtime gives a code for (refusal.<code> in the catalogue); the
+// Web Host sends the code only, the words are the person's language.
+const REFUSALS = new Set([
+  "call_already_final",
+  "interaction_expired",
+  "interaction_not_found",
+  "answer_invalid",
+  "offline",
+]);
 // A refusal that says the card is over, even if this tab missed the update.
 const REFUSED_STATE = {
   interaction_expired: "expired",
@@ -79,15 +79,13 @@ export function waitsForAnswer(item) {
   return item.kind === "interaction" && item.data.kind !== "notice" && cardState(item) === "pending";
 }
 
+// "Expires in 5 minutes" / "5分钟后过期": the relative time in the person's language.
 function remainingText(ms) {
-  const seconds = Math.max(0, Math.ceil(ms / 1000));
-  if (seconds >= 3600) {
-    const hours = Math.floor(seconds / 3600);
-    const minutes = Math.floor((seconds % 3600) / 60);
-    return minutes ? `Expires in ${hours} h ${minutes} min` : `Expires in ${hours} h`;
-  }
-  const minutes = Math.floor(seconds / 60);
-  return `Expires in ${minutes}:${String(seconds % 60).padStart(2, "0")}`;
+  return t("cards.expires", { when: relative(Math.max(1000, Math.ceil(ms / 1000) * 1000)) });
+}
+
+function refusalText(code) {
+  return REFUSALS.has(code) ? t(`refusal.${code}`) : t("cards.refused");
 }
 
 function choiceBounds(args) {
@@ -124,11 +122,11 @@ export function renderInteraction(item, li) {
 
   const head = el("header", "card-head");
   if (kind === "notice") {
-    const level = LEVEL_TEXT[args.level] ? args.level : "info";
+    const level = LEVELS.has(args.level) ? args.level : "info";
     card.classList.add(`level-${level}`);
-    head.append(el("span", "card-kind", args.title || LEVEL_TEXT[level]));
+    head.append(el("span", "card-kind", args.title || t(`cards.level.${level}`)));
   } else {
-    head.append(el("span", "card-kind", KIND_TEXT[kind] || "Question"));
+    head.append(el("span", "card-kind", t(`cards.kind.${KINDS.has(kind) ? kind : "choice"}`)));
   }
   const prompt = el("p", "card-prompt", kind === "notice" ? args.text : args.prompt);
   prompt.id = `${base}-prompt`;
@@ -139,6 +137,7 @@ export function renderInteraction(item, li) {
   if (kind === "notice") {
     const when = el("time", "card-time", time(item.created_at));
     when.dateTime = item.created_at;
+    when.title = dateTime(item.created_at);
     status.append(when);
   } else if (shown === "pending") {
     const left = el("span", "countdown");
@@ -148,16 +147,17 @@ export function renderInteraction(item, li) {
     if (!Number.isNaN(expiresAt)) {
       left.textContent = remainingText(expiresAt - serverNow());
       left.classList.toggle("soon", expiresAt - serverNow() < SOON_MS);
-      left.title = `Open until ${time(data.expires_at)}`;
+      left.title = t("cards.open_until", { time: dateTime(data.expires_at) });
       ia.countdowns.set(item.key, { element: left, expiresAt });
     }
     status.append(left);
   } else {
-    const final = el("span", `final final-${shown}`, FINAL_TEXT[shown] || shown);
+    const final = el("span", `final final-${shown}`, FINALS.has(shown) ? t(`cards.final.${shown}`) : shown);
     status.append(final);
     if (shown === "answered" && data.final_at) {
       const when = el("time", "card-time", time(data.final_at));
       when.dateTime = data.final_at;
+      when.title = dateTime(data.final_at);
       status.append(when);
     }
   }
@@ -174,7 +174,7 @@ export function renderInteraction(item, li) {
   }
   const refusal = ia.refusals.get(id);
   if (refusal) {
-    const alert = el("p", "card-alert", refusal.message);
+    const alert = el("p", "card-alert", refusalText(refusal.code));
     alert.setAttribute("role", "alert");
     // Above the buttons while the card is open; under the outcome once it is over.
     const foot = card.querySelector(".card-foot");
@@ -186,7 +186,7 @@ export function renderInteraction(item, li) {
 
 function renderAnswer(kind, args, result) {
   const box = el("div", "card-answer");
-  box.append(el("span", "answer-label", "Your answer"));
+  box.append(el("span", "answer-label", t("cards.your_answer")));
   if (kind === "choice") {
     const labels = new Map((args.options || []).map((option) => [option.id, option.label]));
     const list = el("ul", "chips");
@@ -196,14 +196,14 @@ function renderAnswer(kind, args, result) {
     box.append(list);
   } else if (kind === "confirm") {
     const yes = result.confirmed === true;
-    const label = yes ? args.confirm_label || "Confirm" : args.cancel_label || "Cancel";
+    const label = yes ? args.confirm_label || t("cards.confirm") : args.cancel_label || t("cards.cancel");
     const chip = el("span", yes ? "chip chip-yes" : "chip chip-no");
     if (yes && args.danger) chip.classList.add("danger");
-    chip.append(el("strong", null, yes ? "Yes" : "No"), document.createTextNode(` · ${label}`));
+    chip.append(el("strong", null, t(yes ? "cards.yes" : "cards.no")), document.createTextNode(` · ${label}`));
     box.append(chip);
   } else if (kind === "input") {
     const text = result.text ?? "";
-    box.append(el("blockquote", `answer-text${text ? "" : " empty"}`, text || "(empty)"));
+    box.append(el("blockquote", `answer-text${text ? "" : " empty"}`, text || t("cards.empty_answer")));
   }
   return box;
 }
@@ -221,11 +221,11 @@ function renderControls(item, base, status) {
 
   if (kind === "confirm") {
     const args = argumentsOf(item);
-    const cancel = el("button", "button secondary", args.cancel_label || "Cancel");
+    const cancel = el("button", "button secondary", args.cancel_label || t("cards.cancel"));
     cancel.type = "button";
     cancel.dataset.focus = "cancel";
     const confirm = el("button", `button ${args.danger ? "danger" : "primary"}`);
-    confirm.textContent = args.confirm_label || "Confirm";
+    confirm.textContent = args.confirm_label || t("cards.confirm");
     confirm.type = "button";
     confirm.dataset.focus = "confirm";
     cancel.disabled = confirm.disabled = busy;
@@ -237,7 +237,7 @@ function renderControls(item, base, status) {
     return form;
   }
 
-  const submit = el("button", "button primary", busy ? "Sending…" : "Submit");
+  const submit = el("button", "button primary", t(busy ? "cards.sending" : "cards.submit"));
   submit.type = "submit";
   submit.dataset.focus = "submit";
   actions.append(submit);
@@ -245,10 +245,11 @@ function renderControls(item, base, status) {
   hint.id = `${base}-hint`;
   let check;
   let answer;
+  let composing = () => false;
   if (kind === "choice") {
     [check, answer] = choiceControls(item, base, form, hint, busy);
   } else {
-    [check, answer] = inputControls(item, base, form, hint, busy);
+    [check, answer, composing] = inputControls(item, base, form, hint, busy);
   }
   form.append(footer);
   const refresh = () => {
@@ -258,6 +259,7 @@ function renderControls(item, base, status) {
   form.addEventListener("change", refresh);
   form.addEventListener("submit", (event) => {
     event.preventDefault();
+    if (composing()) return; // the IME's Enter picks text, it does not answer
     refresh();
     if (!submit.disabled) submitAnswer(item, answer());
   });
@@ -304,7 +306,7 @@ function choiceControls(item, base, form, hint, busy) {
     const count = selected.size;
     const valid = count >= low && count <= high;
     if (multiple) {
-      hint.textContent = `${rule} · ${count} selected`;
+      hint.textContent = t("cards.selected", { rule, count });
       hint.classList.toggle("invalid", count > high);
     }
     return valid;
@@ -316,13 +318,13 @@ function choiceControls(item, base, form, hint, busy) {
 }
 
 function choiceRule(low, high, count) {
-  if (low === high) return `Choose ${low}`;
+  if (low === high) return t("cards.choose_exactly", { count: low });
   if (high >= count) {
-    if (low === 0) return "Choose any";
-    return low === 1 ? "Choose one or more" : `Choose at least ${low}`;
+    if (low === 0) return t("cards.choose_any");
+    return low === 1 ? t("cards.choose_one_or_more") : t("cards.choose_at_least", { count: low });
   }
-  if (low === 0) return `Choose up to ${high}`;
-  return `Choose ${low} to ${high}`;
+  if (low === 0) return t("cards.choose_up_to", { count: high });
+  return t("cards.choose_between", { low, high });
 }
 
 function patternOf(source) {
@@ -347,7 +349,7 @@ function inputControls(item, base, form, hint, busy) {
   if (args.multiline) field.rows = 3;
   else field.type = "text";
   field.className = "answer-field";
-  field.placeholder = args.placeholder || "Type your answer…";
+  field.placeholder = args.placeholder || t("cards.placeholder");
   field.value = ia.drafts.get(id) ?? "";
   field.disabled = busy;
   field.spellcheck = true;
@@ -359,34 +361,34 @@ function inputControls(item, base, form, hint, busy) {
   field.setAttribute("aria-describedby", `${hint.id} ${counter.id}`);
   field.addEventListener("input", () => keepDraft(id, field.value));
   field.addEventListener("blur", () => flushDraft(id));
-  if (args.multiline) {
-    field.addEventListener("keydown", (event) => {
-      if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && !event.isComposing) {
-        event.preventDefault();
-        form.requestSubmit();
-      }
-    });
-  }
+  const composing = watchComposition(field);
+  field.addEventListener("keydown", (event) => {
+    if (event.key !== "Enter" || composing(event)) return; // the IME's Enter: left to it
+    if (args.multiline && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      form.requestSubmit();
+    }
+  });
   const meta = el("div", "input-meta");
   meta.append(hint, counter);
   form.append(field, meta);
   const check = () => {
     const text = field.value;
     const count = chars(text);
-    counter.textContent = `${count} / ${max}`;
+    counter.textContent = t("cards.counter", { count, max });
     counter.classList.toggle("invalid", count > max);
     let message = "";
     let bad = false;
     if (count > max) {
-      message = `${count - max} characters too many`;
+      message = t("cards.too_many", { count: count - max });
       bad = true;
     } else if (count < min) {
-      message = min === 1 ? "Type at least 1 character" : `Type at least ${min} characters`;
+      message = t("cards.too_few", { count: min });
     } else if (pattern && text && !pattern.test(text)) {
-      message = "This does not look like the requested format";
+      message = t("cards.format");
       bad = true;
     } else if (args.multiline) {
-      message = "Ctrl+Enter to submit";
+      message = t("cards.ctrl_enter");
     }
     hint.textContent = message;
     hint.classList.toggle("invalid", bad);
@@ -394,7 +396,7 @@ function inputControls(item, base, form, hint, busy) {
     field.setAttribute("aria-invalid", bad ? "true" : "false");
     return count >= min && count <= max; // the pattern is a hint; the Runtime decides
   };
-  return [check, () => ({ text: field.value })];
+  return [check, () => ({ text: field.value }), () => composing()];
 }
 
 function keepDraft(id, text) {
@@ -433,10 +435,7 @@ function submitAnswer(item, answer) {
   if (context.send(frame)) {
     ia.inflight.add(id);
   } else {
-    ia.refusals.set(id, {
-      code: "offline",
-      message: "Not connected to LineUp. Try again in a moment.",
-    });
+    ia.refusals.set(id, { code: "offline" });
   }
   context.rerender(item.key);
 }
@@ -452,8 +451,7 @@ export function onReceipt(frame) {
   }
   // Refused: shown on the card as an alert; a card that is over loses its controls.
   ia.inflight.delete(id);
-  const message = frame.message || "That answer did not count.";
-  ia.refusals.set(id, { code: frame.outcome, message });
+  ia.refusals.set(id, { code: frame.outcome });
   const key = ia.keys.get(id);
   if (key != null) context.rerender(key);
 }
@@ -471,7 +469,7 @@ export function tick() {
     if (left <= 0) {
       ia.countdowns.delete(key);
       context.rerender(key);
-      announce("A question expired.");
+      announce(t("cards.announce.expired"));
       continue;
     }
     const text = remainingText(left);
@@ -483,16 +481,11 @@ export function tick() {
   }
 }
 
-const STATE_ANNOUNCEMENT = {
-  answered: "Question answered.",
-  dismissed: "The agent withdrew a question.",
-  expired: "A question expired.",
-  failed: "A question could not be completed.",
-};
+const ANNOUNCED = new Set(["answered", "dismissed", "expired", "failed"]); // cards.announce.*
 
 function toastFor(item) {
   const args = argumentsOf(item);
-  const level = LEVEL_TEXT[args.level] ? args.level : "info";
+  const level = LEVELS.has(args.level) ? args.level : "info";
   const body = el("button", "toast-body");
   body.type = "button";
   if (args.title) body.append(el("strong", "toast-title", args.title));
@@ -560,8 +553,7 @@ export function interactionArrived(item, before) {
   if (!before && item.data.kind === "notice" && argumentsOf(item).toast !== false) {
     toastFor(item);
   } else if (before && before.data.state !== item.data.state) {
-    const text = STATE_ANNOUNCEMENT[item.data.state];
-    if (text) announce(text);
+    if (ANNOUNCED.has(item.data.state)) announce(t(`cards.announce.${item.data.state}`));
   }
 }
 

@@ -11,21 +11,16 @@
 // waiting for the person says so (`setWaiting`, from the sub-session groups).
 
 import { $, announce, el } from "./dom.js";
+import { t } from "./i18n.js";
 import { syncSurfaces } from "./surfaces.js";
 
-const STATE_TEXT = {
-  starting: "Starting",
-  foreground: "In front",
-  background: "In background",
-  suspended: "Suspended",
-  stopping: "Closing",
-};
+// dock.state.* and dock.refusal.* in the catalogue.
+const STATES = new Set(["starting", "foreground", "background", "suspended", "stopping"]);
+const REFUSALS = new Set(["app_instance_not_found", "app_disabled", "lifecycle_denied"]);
 
-const REFUSAL_TEXT = {
-  app_instance_not_found: "That app is no longer running.",
-  app_disabled: "That app is disabled.",
-  lifecycle_denied: "The app cannot do that right now.",
-};
+function stateText(state) {
+  return STATES.has(state) ? t(`dock.state.${state}`) : state;
+}
 
 const dock = {
   send: () => false,
@@ -67,7 +62,7 @@ export function appIcon(url, className) {
 }
 
 function waitingText(count) {
-  return count === 1 ? "1 question waiting" : `${count} questions waiting`;
+  return t("dock.waiting", { count });
 }
 
 // How many questions wait in each instance's open sub-session (app.js counts them
@@ -84,7 +79,7 @@ export function setWaiting(counts) {
 // Also used by the IM's sub-session groups ("Continue" on ended work).
 export function request(action, instanceId) {
   if (!dock.send({ op: "app", action, instance_id: instanceId })) {
-    note("Not connected: try again in a moment.");
+    note(t("dock.offline"));
   }
 }
 
@@ -93,11 +88,12 @@ function note(text) {
   $("dock-note").hidden = !text;
 }
 
+// ``label``: the catalogue key of what the button does, with {{name}} for the entry.
 function button(className, text, label, action, record, disabled) {
   const b = el("button", `dock-button ${className}`, text);
   b.type = "button";
-  b.setAttribute("aria-label", `${label} ${nameOf(record)}`);
-  b.title = `${label} ${nameOf(record)}`;
+  b.setAttribute("aria-label", t(label, { name: nameOf(record) }));
+  b.title = t(label, { name: nameOf(record) });
   b.dataset.action = action;
   b.dataset.instanceId = record.instance_id;
   b.disabled = disabled;
@@ -111,7 +107,7 @@ function renderEntry(record, focused) {
   li.dataset.state = record.state;
   if (focused) li.classList.add("focused");
   const closing = record.state === "stopping";
-  const front = button("dock-front", "", "Bring to front:", "foreground", record, closing);
+  const front = button("dock-front", "", "dock.front", "foreground", record, closing);
   if (focused) front.setAttribute("aria-current", "true");
   const waiting = dock.waiting.get(record.instance_id) || 0;
   li.dataset.waiting = String(waiting);
@@ -122,20 +118,23 @@ function renderEntry(record, focused) {
     const mark = el("span", "dock-waiting", String(waiting));
     mark.setAttribute("aria-hidden", "true");
     head.append(mark);
-    front.setAttribute("aria-label", `Bring to front: ${nameOf(record)}, ${waitingText(waiting)}`);
+    front.setAttribute(
+      "aria-label",
+      t("dock.front_waiting", { name: nameOf(record), waiting: waitingText(waiting) }),
+    );
   }
   front.title = `${nameOf(record)} (${record.app_scope})${waiting ? ` \u00b7 ${waitingText(waiting)}` : ""}`;
   front.append(head);
-  front.append(el("span", `dock-state state-${record.state}`, STATE_TEXT[record.state] || record.state));
+  front.append(el("span", `dock-state state-${record.state}`, stateText(record.state)));
   const back = button(
     "dock-back",
     "\u2013",
-    "Send to background:",
+    "dock.back",
     "background",
     record,
     closing || record.state === "background" || record.state === "suspended",
   );
-  const close = button("dock-close", "\u00d7", "Close", "close", record, closing);
+  const close = button("dock-close", "\u00d7", "dock.close", "close", record, closing);
   li.append(front, back, close);
   return li;
 }
@@ -185,8 +184,8 @@ function renderArea() {
   $("app-area-title").title = `${nameOf(record)} (${record.app_scope})`;
   const icon = $("app-area-icon");
   if (icon.getAttribute("src") !== record.icon) icon.src = record.icon;
-  $("app-area-state").textContent = STATE_TEXT[record.state] || record.state;
-  $("app-area-back").setAttribute("aria-label", `Back to chat (send ${nameOf(record)} to background)`);
+  $("app-area-state").textContent = stateText(record.state);
+  $("app-area-back").setAttribute("aria-label", t("dock.area_back", { name: nameOf(record) }));
 }
 
 export function onApps(apps) {
@@ -210,7 +209,7 @@ export function onApps(apps) {
   }
   if (before !== dock.apps.focus) {
     const record = dock.apps.records.find((r) => r.instance_id === dock.apps.focus);
-    announce(record ? `${nameOf(record)} is in front` : "Back to the chat");
+    announce(record ? t("dock.in_front", { name: nameOf(record) }) : t("dock.back_to_chat"));
   }
   dock.onFocus();
 }
@@ -220,7 +219,9 @@ export function onAppReceipt(frame) {
     note("");
     return;
   }
-  const text = REFUSAL_TEXT[frame.outcome] || `The Runtime refused (${frame.outcome}).`;
+  const text = REFUSALS.has(frame.outcome)
+    ? t(`dock.refusal.${frame.outcome}`)
+    : t("dock.refused", { code: frame.outcome });
   note(text);
   announce(text);
 }

@@ -3,22 +3,25 @@
 // sanitized, through the one Trusted Types policy made here (the CSP allows exactly
 // one, "lineup-html"); everything else is built with textContent.
 
+import { t, time as clockTime } from "./i18n.js";
+
 export const policy = window.trustedTypes
   ? window.trustedTypes.createPolicy("lineup-html", { createHTML: (html) => html })
   : { createHTML: (html) => html };
 
 export const $ = (id) => document.getElementById(id);
 
+// Up to two initials of a name, in any script ("Ada Lovelace" -> "AL", "小明" -> "小").
 export function initials(name) {
-  const letters = (name || "?").replace(/[^A-Za-z0-9]/g, " ").trim().split(/\s+/);
-  return (letters[0]?.[0] || "?").toUpperCase() + (letters[1]?.[0] || "").toUpperCase();
+  const words = (name || "?").replace(/[^\p{L}\p{N}]/gu, " ").trim().split(/\s+/);
+  const first = [...(words[0] || "")][0] || "?";
+  const second = [...(words[1] || "")][0] || "";
+  return (first + second).toUpperCase();
 }
 
-const TIME_FORMAT = new Intl.DateTimeFormat([], { hour: "2-digit", minute: "2-digit" });
-
+// A row's clock time in the person's language (i18n.js: with the date when not today).
 export function time(iso) {
-  const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? "" : TIME_FORMAT.format(date);
+  return clockTime(iso);
 }
 
 export function el(tag, className, text) {
@@ -31,7 +34,7 @@ export function el(tag, className, text) {
 export function avatarFor(item) {
   const avatar = el("span", `avatar ${item.sender}`);
   avatar.setAttribute("aria-hidden", "true");
-  avatar.textContent = initials(item.sender === "user" ? "You" : item.sender_id);
+  avatar.textContent = item.sender === "user" ? t("app.you_initial") : initials(item.sender_id);
   return avatar;
 }
 
@@ -46,7 +49,7 @@ export function showToast(level, body) {
   toast.setAttribute("role", "status");
   const close = el("button", "toast-close", "\u00d7");
   close.type = "button";
-  close.setAttribute("aria-label", "Dismiss notification");
+  close.setAttribute("aria-label", t("app.toast_dismiss"));
   let timer = null;
   const hide = () => {
     clearTimeout(timer);
@@ -67,6 +70,24 @@ export function showToast(level, body) {
   while (toasts.children.length > MAX_TOASTS) toasts.firstElementChild.remove();
   arm();
   return hide;
+}
+
+// Whether an IME composition is under way in ``field`` (Chinese, Japanese, ... input):
+// its Enter picks a candidate and must not send. ``composing(event)`` for a keydown
+// (isComposing; keyCode 229, which Safari and some IMEs give the committing Enter;
+// or between compositionstart and compositionend), ``composing()`` for anything else.
+export function watchComposition(field) {
+  let active = false;
+  field.addEventListener("compositionstart", () => {
+    active = true;
+  });
+  field.addEventListener("compositionend", () => {
+    active = false;
+  });
+  field.addEventListener("blur", () => {
+    active = false; // a composition the browser dropped without compositionend
+  });
+  return (event) => active || Boolean(event && (event.isComposing || event.keyCode === 229));
 }
 
 // Says text through the screen reader's live region.

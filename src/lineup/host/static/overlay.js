@@ -23,6 +23,7 @@
 //   refreshGroup(sessionId)      redraws a group row after cards moved in or out
 
 import { $, announce, el, reconcile } from "./dom.js";
+import { t } from "./i18n.js";
 
 let context = null;
 const ov = {
@@ -75,7 +76,7 @@ export function showOverlayCard(key) {
 }
 
 function plural(n) {
-  return n === 1 ? "1 question is waiting" : `${n} questions are waiting`;
+  return t("overlay.waiting", { count: n });
 }
 
 // Work out what the overlay shows from the focus and the groups, and show it.
@@ -114,11 +115,11 @@ export function refreshOverlay() {
   overlay.hidden = items.length === 0;
   $("app-area").classList.toggle("asking", items.length > 0); // room for the panel
   $("app-overlay-title").textContent =
-    items.length > 1 ? `The agent asks (${items.length})` : "The agent asks";
+    items.length > 1 ? t("overlay.title_count", { count: items.length }) : t("overlay.title");
   const bar = $("app-overlay-bar");
   bar.hidden = !(ov.folded && pending.length);
-  bar.textContent = `${plural(pending.length)} · Show`;
-  if (wasHidden && items.length) announce("The agent asks a question beside the app.");
+  bar.textContent = t("overlay.show", { waiting: plural(pending.length) });
+  if (wasHidden && items.length) announce(t("overlay.announce"));
 
   // Cards that moved in or out: their groups show them, or a stand-in, again.
   const changed = owned.size !== next.size || [...next.keys()].some((key) => !owned.has(key));
@@ -133,8 +134,8 @@ export function standIn(item) {
   const li = el("li", "item overlaid");
   li.dataset.key = String(item.key);
   li.dataset.interactionId = item.data.interaction_id;
-  const text = el("span", "overlaid-text", "Shown beside the app");
-  const go = el("button", "overlaid-show", "Go to question");
+  const text = el("span", "overlaid-text", t("overlay.stand_in"));
+  const go = el("button", "overlaid-show", t("overlay.go"));
   go.type = "button";
   go.addEventListener("click", () => showOverlayCard(item.key));
   li.append(text, go);

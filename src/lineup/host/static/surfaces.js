@@ -17,15 +17,11 @@
 // frame goes (the Web Host has already taken its URL down).
 
 import { $ } from "./dom.js";
+import { t } from "./i18n.js";
 import { mountSurface, reloadLimit } from "./surface_host.js";
 
-const UNAVAILABLE_TEXT = {
-  surface_unavailable: "This app has nothing to show.",
-  surface_invalid: "This app's surface could not be shown.",
-  surface_too_large: "This app's surface is too large to show.",
-};
-
-const RELOADING_TEXT = "This app keeps reloading itself, so it was stopped.";
+// Why a frame could not be mounted: surfaces.unavailable.<code> in the catalogue.
+const UNAVAILABLE = new Set(["surface_unavailable", "surface_invalid", "surface_too_large"]);
 
 const frames = {
   send: () => false,
@@ -79,18 +75,20 @@ function show() {
     const reopen = document.createElement("button");
     reopen.type = "button";
     reopen.className = "app-reopen";
-    reopen.textContent = "Reopen";
+    reopen.textContent = t("surfaces.reopen");
     reopen.addEventListener("click", () => {
       frames.mounts.delete(focus);
       frames.reloads.delete(focus);
       request(focus);
       show();
     });
-    placeholder.append(RELOADING_TEXT, " ", reopen);
+    placeholder.append(t("surfaces.reloading"), " ", reopen);
+  } else if (entry?.failed) {
+    placeholder.textContent = UNAVAILABLE.has(entry.failed)
+      ? t(`surfaces.unavailable.${entry.failed}`)
+      : t("surfaces.failed");
   } else {
-    placeholder.textContent = entry?.failed
-      ? UNAVAILABLE_TEXT[entry.failed] || "This app could not be shown."
-      : "Starting the app…";
+    placeholder.textContent = t("app_area.starting");
   }
 }
 
@@ -139,7 +137,7 @@ export function onMounted(frame) {
       onEvent: (name, data) => frames.send({ op: "app_event", mount_id: mountId, event: name, data }),
       onRequest: (id, method, params) => {
         if (!frames.send({ op: "app_call", mount_id: mountId, id, method, params })) {
-          handle.respond(id, false, { code: "offline", message: "Not connected to LineUp" });
+          handle.respond(id, false, { code: "offline", message: t("surfaces.offline") });
         }
       },
       onReload: () => {
@@ -158,7 +156,8 @@ export function onMounted(frame) {
   );
   handle.frame.classList.add("app-frame");
   const record = frames.apps.records.find((r) => r.instance_id === instanceId);
-  handle.frame.setAttribute("title", `App: ${record?.label || instanceId}`); // as the dock calls it
+  // Called as the dock calls it.
+  handle.frame.setAttribute("title", t("surfaces.frame_title", { name: record?.label || instanceId }));
   frames.mounts.set(instanceId, { handle, mountId });
   frames.byMount.set(mountId, instanceId);
   show();

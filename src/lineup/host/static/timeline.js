@@ -13,6 +13,7 @@
 // whether the person is at the bottom; it never reads the DOM of rows itself.
 
 import { $ } from "./dom.js";
+import { t } from "./i18n.js";
 
 const STICK_PX = 24; // this close to the end counts as "at the bottom"
 const TOP_PX = 40; // this close to the start asks for older rows
@@ -97,8 +98,8 @@ function showFresh() {
   const jump = $("jump");
   jump.hidden = view.fresh === 0;
   jump.dataset.count = String(view.fresh);
-  const rows = view.fresh === 1 ? "1 new message" : `${view.fresh} new messages`;
-  jump.textContent = view.question ? `${rows} · a question is waiting` : rows;
+  const rows = t("timeline.jump", { count: view.fresh });
+  jump.textContent = view.question ? t("timeline.jump_question", { rows }) : rows;
 }
 
 function clearFresh() {

@@ -22,25 +22,18 @@
 // afresh: a dev surface's files are read again, so an edit shows without the agent.
 
 import { el } from "./dom.js";
+import { t } from "./i18n.js";
 import { mountSurface, reloadLimit } from "./surface_host.js";
 
-const STATUS_TEXT = {
-  open: "",
-  closed: "Closed",
-  replaced: "Replaced",
-  unavailable: "Not available",
-};
+// A surface's status (surfaces.status.*), and why it ended when the Runtime says more
+// than its status (surfaces.reason.*).
+const STATUSES = new Set(["closed", "replaced", "unavailable"]);
+const REASONS = new Set(["app_revoked", "replaced_by_newer", "replaced_by_older", "replaced_by_other_app"]);
 
-// Why a surface ended, when the Runtime says more than its status.
-const REASON_TEXT = {
-  app_revoked: "Closed: this app version was revoked",
-  replaced_by_newer: "Replaced by a newer version",
-  replaced_by_older: "Replaced by an older version",
-  replaced_by_other_app: "Replaced by another app",
-};
-
-const UNAVAILABLE_TEXT = "This surface is not available here.";
-const RELOADING_TEXT = "This app keeps reloading itself, so it was stopped.";
+function statusText(data) {
+  if (REASONS.has(data.reason)) return t(`surfaces.reason.${data.reason}`);
+  return STATUSES.has(data.status) ? t(`surfaces.status.${data.status}`) : data.status;
+}
 
 const ui = {
   send: () => false,
@@ -80,8 +73,8 @@ function showTitle(entry) {
   head.textContent = name;
   head.title = `${data.app_id} ${data.app_version}`;
   entry.li.querySelector(".surface-card").setAttribute("aria-label", name);
-  entry.li.querySelector(".surface-close").setAttribute("aria-label", `Close ${name}`);
-  entry.li.querySelector(".surface-reload").setAttribute("aria-label", `Reload ${name}`);
+  entry.li.querySelector(".surface-close").setAttribute("aria-label", t("surfaces.close_label", { name }));
+  entry.li.querySelector(".surface-reload").setAttribute("aria-label", t("surfaces.reload_label", { name }));
 }
 
 function showNotice(entry, text, reopen = false) {
@@ -98,18 +91,18 @@ export function renderSurfaceCard(item, li) {
   const card = el("section", "surface-card");
   const head = el("header", "surface-head");
   head.append(el("span", "surface-name"), el("span", "surface-status"));
-  const dev = el("span", "surface-dev", "Dev");
-  dev.title = "Dev mode: not a signed, installed app";
+  const dev = el("span", "surface-dev", t("surfaces.dev"));
+  dev.title = t("surfaces.dev_title");
   dev.hidden = !item.data.dev;
-  const reload = el("button", "surface-reload", "Reload");
+  const reload = el("button", "surface-reload", t("surfaces.reload"));
   reload.type = "button";
   reload.hidden = true;
-  const close = el("button", "surface-close", "Close");
+  const close = el("button", "surface-close", t("surfaces.close"));
   close.type = "button";
   head.append(dev, reload, close);
   const body = el("div", "surface-body");
   const notice = el("p", "surface-notice");
-  const reopen = el("button", "surface-reopen", "Reopen");
+  const reopen = el("button", "surface-reopen", t("surfaces.reopen"));
   reopen.type = "button";
   notice.append(el("span", "surface-notice-text"), reopen);
   card.append(head, body, notice);
@@ -156,18 +149,18 @@ export function updateSurfaceCard(item, li) {
   li.dataset.instanceId = data.instance_id;
   li.dataset.stopped = String(open && entry.stopped);
   showTitle(entry);
-  const words = open ? "" : REASON_TEXT[data.reason] ?? STATUS_TEXT[data.status] ?? data.status;
+  const words = open ? "" : statusText(data);
   li.querySelector(".surface-status").textContent = words;
   li.querySelector(".surface-close").hidden = !open;
   li.querySelector(".surface-dev").hidden = !data.dev;
   li.querySelector(".surface-reload").hidden = !(open && data.dev);
   if (!open) {
-    showNotice(entry, data.status === "unavailable" ? UNAVAILABLE_TEXT : "");
+    showNotice(entry, data.status === "unavailable" ? t("surfaces.not_here") : "");
     unmount(entry);
     return;
   }
   if (entry.stopped) {
-    showNotice(entry, RELOADING_TEXT, true);
+    showNotice(entry, t("surfaces.reloading"), true);
     return;
   }
   showNotice(entry, "");
@@ -202,7 +195,7 @@ export function onUiMounted(frame) {
     if (frame.mount_id) ui.send({ op: "unmount", mount_id: frame.mount_id });
     if (entry) {
       entry.pending = false;
-      if (frame.outcome !== "accepted") showNotice(entry, UNAVAILABLE_TEXT);
+      if (frame.outcome !== "accepted") showNotice(entry, t("surfaces.not_here"));
     }
     return;
   }
