@@ -113,9 +113,11 @@ async def test_the_whiteboard_s_exports_and_the_agent_s_file_are_one_downloadabl
             assert png_id is not None
             png = await stored(client, png_id)
             assert png[:8] == b"\x89PNG\r\n\x1a\n"
-            await expect(png_row.locator(".artifact-meta")).to_have_text(
-                f"image/png · {len(png) / 1024:.1f} KB"
-            )
+            # The size as Intl writes it in the page's language ("12.3 kB").
+            meta = png_row.locator(".artifact-meta")
+            await expect(meta).to_have_text(re.compile(r"^image/png · \d+(\.\d)? kB$"))
+            shown = float((await meta.inner_text()).split(" · ")[1].split()[0])
+            assert abs(shown - len(png) / 1000) <= 0.05
             await png_row.scroll_into_view_if_needed()
             await screenshot("png-row-in-the-whiteboard-group")
 
@@ -137,7 +139,7 @@ async def test_the_whiteboard_s_exports_and_the_agent_s_file_are_one_downloadabl
             svg = await stored(client, svg_result["artifact_id"])
             assert svg.startswith(b"<svg") and len(svg) == svg_result["size"]
             await expect(svg_row.locator(".artifact-meta")).to_have_text(
-                re.compile(r"^image/svg\+xml · \d+(\.\d)? (B|KB)$")
+                re.compile(r"^image/svg\+xml · \d+(\.\d)? (bytes|kB)$")
             )
             assert await downloaded(page, svg_row, "plan.svg") == svg
             await expect(group.locator(".group-count")).to_have_text("2 files")
@@ -151,7 +153,7 @@ async def test_the_whiteboard_s_exports_and_the_agent_s_file_are_one_downloadabl
         loose = page.locator("#items > li.item.artifact")
         await expect(loose).to_have_count(1)
         await expect(loose.locator(".artifact-meta")).to_have_text(
-            f"text/plain · {len(NOTES.encode())} B"
+            f"text/plain · {len(NOTES.encode())} bytes"
         )
         assert await downloaded(page, loose, "notes.txt") == NOTES.encode()
         rows = [("whiteboard.png", session), ("plan.svg", session), ("notes.txt", None)]
