@@ -61,6 +61,10 @@ WORDS = {
         "checked": "Catalog checked ",
         "installed": "Installed",
         "on": "On",
+        "turn_off_ask": "Turn off Task Dashboard? 2 running instances will close.",
+        "keep_on": "Cancel: keep Task Dashboard on",
+        "catalog_unavailable": "The catalog cannot be reached. Try again in a moment.",
+        "not_checked": "Catalog not checked",
     },
     "zh-CN": {
         "login": "登录",
@@ -87,6 +91,10 @@ WORDS = {
         "checked": "上次检查目录：",  # noqa: RUF001
         "installed": "已安装",
         "on": "已开启",
+        "turn_off_ask": "要关闭“Task Dashboard”吗？2 个正在运行的实例将会关闭。",  # noqa: RUF001
+        "keep_on": "取消：保持“Task Dashboard”开启",  # noqa: RUF001
+        "catalog_unavailable": "无法连接应用目录，请稍后再试。",  # noqa: RUF001
+        "not_checked": "未能检查目录",
     },
 }
 
@@ -225,13 +233,24 @@ async def test_the_settings_panel(
 
 @pytest.mark.parametrize("locale", LOCALES)
 async def test_the_app_centre(
-    in_language: NewPage, client: Client, shot: Shot, locale: str
+    in_language: NewPage,
+    own_appserver: AppServerProcess,
+    client_own_server: Client,
+    shot: Shot,
+    locale: str,
 ) -> None:
+    client = client_own_server
     page, watch = await in_language(locale)
     words = WORDS[locale]
-    await install_bundled(client.runtime)
+    runtime = client.runtime
+    await install_bundled(runtime)
     await log_in(page, client)
-    await page.get_by_role("button", name=words["apps"], exact=True).click()
+    conversation = (await runtime.store.conversations())[0].id
+    for _ in range(2):
+        await runtime.apps.open_instance("task-dashboard", conversation_id=conversation)
+    await expect(page.locator(".dock-item")).to_have_count(2)
+    opener = page.get_by_role("button", name=words["apps"], exact=True)
+    await opener.click()
     dialog = page.get_by_role("dialog", name=words["apps"])
     await expect(dialog).to_be_visible()
     await expect(dialog.locator(".apps-catalog-state")).to_contain_text(words["checked"])
@@ -245,6 +264,24 @@ async def test_the_app_centre(
     await page.set_viewport_size({"width": 375, "height": 740})
     await shot(page, "app-centre-375")
     await page.set_viewport_size(VIEWPORT)
+
+    # Turning off an app that runs asks first, saying how many instances close.
+    tasks = dialog.locator(".apps-installed .apps-row[data-app-id='dev.lineup.task-dashboard']")
+    await tasks.get_by_role("switch").click()
+    await expect(tasks.locator(".apps-confirm-text")).to_have_text(words["turn_off_ask"])
+    await expect(tasks.get_by_role("button", name=words["keep_on"])).to_be_focused()
+    await shot(page, "turn-off-asks")
+    await tasks.get_by_role("button", name=words["keep_on"]).click()
+    await expect(tasks.get_by_role("switch")).to_be_checked()
+
+    # A refusal's receipt, in words: the catalog cannot be reached.
+    own_appserver.stop()
+    await dialog.get_by_role("button", name=words["check"]).click()
+    toast = page.locator(".toast.apps-toast")
+    await expect(toast).to_contain_text(words["catalog_unavailable"])
+    await expect(toast.locator(".toast-title")).to_have_text(words["not_checked"])
+    await toast.evaluate("t => Promise.all(t.getAnimations().map((a) => a.finished))")
+    await shot(page, "catalog-unreachable")
     watch.assert_clean()
 
 
