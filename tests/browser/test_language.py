@@ -61,6 +61,7 @@ WORDS = {
         "checked": "Catalog checked ",
         "installed": "Installed",
         "on": "On",
+        "apply": "Use this language",
         "turn_off_ask": "Turn off Task Dashboard? 2 running instances will close.",
         "keep_on": "Cancel: keep Task Dashboard on",
         "catalog_unavailable": "The catalog cannot be reached. Try again in a moment.",
@@ -91,6 +92,7 @@ WORDS = {
         "checked": "上次检查目录：",  # noqa: RUF001
         "installed": "已安装",
         "on": "已开启",
+        "apply": "使用此语言",
         "turn_off_ask": "要关闭“Task Dashboard”吗？2 个正在运行的实例将会关闭。",  # noqa: RUF001
         "keep_on": "取消：保持“Task Dashboard”开启",  # noqa: RUF001
         "catalog_unavailable": "无法连接应用目录，请稍后再试。",  # noqa: RUF001
@@ -217,9 +219,19 @@ async def test_the_settings_panel(
     await expect(panel.locator(".settings-empty")).to_have_text(words["none_remembered"])
     await expect(panel.get_by_role("switch")).to_have_count(5)
     await expect(panel.get_by_role("switch", name=words["copy"])).to_be_checked()
-    # The language comes first, by the keyboard too.
+    # The language comes first, by the keyboard too; browsing the choices with the
+    # arrow keys changes nothing until the button says so.
     await page.keyboard.press("Tab")
     await expect(language).to_be_focused()
+    apply = panel.get_by_role("button", name=words["apply"])
+    await expect(apply).to_be_disabled()
+    await page.keyboard.press("ArrowDown")
+    await expect(language).to_have_value("en")
+    await expect(apply).to_be_enabled()
+    await page.keyboard.press("ArrowUp")
+    await expect(language).to_have_value("auto")
+    await expect(apply).to_be_disabled()
+    assert await client.runtime.locale_choice() is None
     await shot(page, "settings")
     await page.set_viewport_size({"width": 375, "height": 740})
     box = await panel.bounding_box()
