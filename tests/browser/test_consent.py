@@ -160,8 +160,8 @@ async def test_remembered_consent_skips_the_dialog_until_the_runtime_restarts(
         assert await page.evaluate("navigator.clipboard.readText()") == "second"
         assert opened == []
 
-        # The permissions panel lists the grant; a call left waiting survives a restart.
-        await page.get_by_role("button", name="Permissions").click()
+        # The settings panel lists the grant; a call left waiting survives a restart.
+        await page.get_by_role("button", name="Settings").click()
         panel = page.locator("dialog#settings")
         await expect(panel.locator(".settings-grants li")).to_have_count(1)
         await expect(panel.locator(".settings-grants")).to_contain_text(
@@ -183,7 +183,7 @@ async def test_remembered_consent_skips_the_dialog_until_the_runtime_restarts(
         await expect(dialog).to_be_visible()  # remembered consent ended with the Runtime
         await deny(dialog)
         assert (await app_result(restarted, "mem-4"))["status"] == "rejected"
-        await page.get_by_role("button", name="Permissions").click()
+        await page.get_by_role("button", name="Settings").click()
         panel = page.locator("dialog#settings")
         await expect(panel.locator(".settings-empty")).to_be_visible()
         await expect(panel.get_by_role("switch")).to_have_count(5)
@@ -244,7 +244,7 @@ async def test_artifact_save_runs_in_the_runtime_and_downloads_the_same_bytes(
     await expect(dialog).to_be_visible()
     await expect(dialog.locator(".consent-queue")).to_have_text("Request 1 of 2")
     await expect(dialog.locator(".consent-file-name")).to_have_text("scores.csv")
-    await expect(dialog.locator(".consent-details")).to_contain_text(f"{len(text)} B")
+    await expect(dialog.locator(".consent-details")).to_contain_text(f"{len(text)} bytes")
     await screenshot("save-dialog")
     await allow(dialog)
     await expect(dialog.locator(".consent-file-name")).to_have_text("other.csv")  # next in line
@@ -256,7 +256,7 @@ async def test_artifact_save_runs_in_the_runtime_and_downloads_the_same_bytes(
     assert (await app_result(client, "save-2"))["status"] == "rejected"
     row = page.locator(".item.artifact")
     await expect(row).to_have_count(1)
-    await expect(row.locator(".artifact-meta")).to_have_text(f"text/csv · {len(text)} B")
+    await expect(row.locator(".artifact-meta")).to_have_text(f"text/csv · {len(text)} bytes")
     async with page.expect_download() as download_info:
         await row.get_by_role("link", name="Download scores.csv").click()
     download = await download_info.value

@@ -98,7 +98,7 @@ MOUNT_FUZZ_JS = """async ([url, instanceId, mountId]) => {
   };
   const handle = mountSurface(
     document.getElementById("stage"),
-    { url, instanceId, mountId },
+    { url, instanceId, mountId, title: "Surface" },
     {
       onEvent: (name, data) => note(["event", name, JSON.stringify(data)]),
       onResize: (height) => note(["resize", height]),

@@ -80,7 +80,7 @@ window.harness = {
       own.last = t;
     };
     log.mounts.push(own);
-    handles.push(mountSurface(stage, { url, instanceId, mountId }, {
+    handles.push(mountSurface(stage, { url, instanceId, mountId, title: "Surface" }, {
       onEvent: (name, data) => {
         log.events.push({ name, data });
         own.events.push({ name, data });
@@ -329,6 +329,10 @@ def shell_app(state: dict[str, int], canary: Canary) -> Starlette:
     def surface_host(request: Request) -> Response:
         return Response(static.read_text("utf-8"), media_type="text/javascript")
 
+    def i18n(request: Request) -> Response:  # surface_host.js imports it
+        text = resources.files("lineup.host").joinpath("static/i18n.js").read_text("utf-8")
+        return Response(text, media_type="text/javascript")
+
     def harness_js(request: Request) -> Response:
         return Response(HARNESS_JS, media_type="text/javascript")
 
@@ -340,6 +344,7 @@ def shell_app(state: dict[str, int], canary: Canary) -> Starlette:
             Route("/", page),
             Route("/control", control),
             Route("/static/surface_host.js", surface_host),
+            Route("/static/i18n.js", i18n),
             Route("/harness.js", harness_js),
             Route("/harness.css", harness_css),
         ]

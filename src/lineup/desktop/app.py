@@ -27,6 +27,7 @@ from typing import Any
 from lineup.host.native import NativeHost, NativeOutcome
 from lineup.runtime import Runtime
 from lineup.runtime.capabilities.calls import State as CallState
+from lineup.runtime.events import LocaleChosen
 
 from .engine import prepare_environment
 from .providers import Dialogs, GuiThread, QtProviders
@@ -76,7 +77,7 @@ def run_desktop(
     if dialogs.tray is None:
         dialogs.tray = tray_for(window)
     gui = GuiThread()
-    native = DesktopHost(gui, dialogs, window.set_waiting)
+    native = DesktopHost(gui, dialogs, window.set_waiting, window.follow_choice)
     instance.listen(window.focus)
 
     opened = Opener()
@@ -113,14 +114,23 @@ def _quit_on_signals(app: Any) -> None:
 
 
 class DesktopHost:
-    """The ``NativeHost`` the Web Host gets: the Qt providers, and the count of what
-    waits for the person (questions, consent dialogs) for the window's badge."""
+    """The ``NativeHost`` the Web Host gets: the Qt providers, the count of what waits
+    for the person (questions, consent dialogs) for the window's badge, and the
+    language the person chose in the shell for the window's own words."""
 
-    def __init__(self, gui: GuiThread, dialogs: Dialogs, waiting: Callable[[int], None]) -> None:
+    def __init__(
+        self,
+        gui: GuiThread,
+        dialogs: Dialogs,
+        waiting: Callable[[int], None],
+        language: Callable[[str | None], None] = lambda _choice: None,
+    ) -> None:
         self.providers = QtProviders(gui, dialogs)
         self.gui = gui
         self._waiting = waiting
+        self._language = language
         self._changed = asyncio.Event()
+        self._locale_changed = asyncio.Event()
 
     def handles(self, capability: str) -> bool:
         return self.providers.handles(capability)
@@ -129,10 +139,30 @@ class DesktopHost:
         return await self.providers.run(capability, arguments)
 
     def attach(self, runtime: Runtime) -> Coroutine[Any, Any, None]:
-        """Follow the Runtime: the badge, as one of the Web Host's jobs."""
-        runtime.subscribe(lambda _: self._changed.set())
+        """Follow the Runtime: the badge and the language, as one of the Web Host's
+        jobs."""
+        runtime.subscribe(self._on_event)
         self._changed.set()
-        return self._badge(runtime)
+        self._locale_changed.set()
+        return self._follow(runtime)
+
+    def _on_event(self, event: object) -> None:
+        self._changed.set()
+        if isinstance(event, LocaleChosen):
+            self._locale_changed.set()
+
+    async def _follow(self, runtime: Runtime) -> None:
+        await asyncio.gather(self._badge(runtime), self._locale(runtime))
+
+    async def _locale(self, runtime: Runtime) -> None:
+        shown: object = ...  # nothing shown yet: even "as the desktop says" is news
+        while True:
+            await self._locale_changed.wait()
+            self._locale_changed.clear()
+            choice = await runtime.locale_choice()
+            if choice != shown:
+                shown = choice
+                await self.gui.run(self._language, choice)
 
     async def _badge(self, runtime: Runtime) -> None:
         shown = -1

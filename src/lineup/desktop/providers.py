@@ -28,6 +28,8 @@ from lineup.host.native import NativeOutcome, PickedFile
 from lineup.protocol import ErrorCode
 from lineup.runtime.capabilities.catalog import MAX_ARTIFACT_BYTES
 
+from .language import text
+
 __all__ = ["NATIVE", "Dialogs", "GuiThread", "QtProviders"]
 
 log = logging.getLogger("lineup.desktop")
@@ -81,16 +83,21 @@ class Dialogs:
     def __init__(self, window: QWidget | None = None, tray: QSystemTrayIcon | None = None):
         self.window = window
         self.tray = tray
+        self.locale = "en"  # the window's language (ShellWindow.follow_choice sets it)
 
     def pick_file(self, accept: Sequence[str]) -> str | None:
         path, _ = QFileDialog.getOpenFileName(
-            self.window, "Choose a file to share", "", file_filter(accept)
+            self.window,
+            text(self.locale, "desktop.pick_file"),
+            "",
+            file_filter(accept, self.locale),
         )
         return path or None
 
     def save_file(self, name: str) -> str | None:
         folder = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DownloadLocation)
-        path, _ = QFileDialog.getSaveFileName(self.window, "Save file", str(Path(folder) / name))
+        title = text(self.locale, "desktop.save_file")
+        path, _ = QFileDialog.getSaveFileName(self.window, title, str(Path(folder) / name))
         return path or None
 
     def open_url(self, url: str) -> bool:
@@ -107,18 +114,21 @@ class Dialogs:
         return True
 
 
-def file_filter(accept: Sequence[str]) -> str:
+def file_filter(accept: Sequence[str], locale: str = "en") -> str:
     """A Qt name filter for the ``accept`` list of ``device.pick_file`` (extensions and
-    media types, as an HTML file input takes them); all files when nothing narrows."""
+    media types, as an HTML file input takes them); all files when nothing narrows.
+    Its names are in ``locale``."""
     patterns: list[str] = []
     for item in accept:
         if item.startswith(".") and item[1:].isalnum():
             patterns.append(f"*{item.lower()}")
         elif "/" in item and not item.endswith("/*"):
             patterns.extend(f"*{ext}" for ext in mimetypes.guess_all_extensions(item))
+    every = text(locale, "desktop.filter_all")
     if not patterns:
-        return "All files (*)"
-    return f"Accepted files ({' '.join(sorted(set(patterns)))});;All files (*)"
+        return every
+    accepted = text(locale, "desktop.filter_accepted", patterns=" ".join(sorted(set(patterns))))
+    return f"{accepted};;{every}"
 
 
 def read_picked(path: Path) -> NativeOutcome:

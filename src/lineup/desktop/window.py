@@ -14,6 +14,9 @@
 - Size, position and maximised state are kept in the data dir.
 - The title and, where the platform has one, the dock or taskbar badge count what
   waits for the person (questions, consent dialogs).
+- The window's own words (title, tray, file dialogs) are in the person's language:
+  the one chosen in the shell, else the desktop's (``language``); the engine asks the
+  Web Host for pages in the same one (``Accept-Language``).
 """
 
 from __future__ import annotations
@@ -44,8 +47,9 @@ from PySide6.QtWebEngineCore import (
     QWebEngineSettings,
 )
 from PySide6.QtWebEngineWidgets import QWebEngineView
-from PySide6.QtWidgets import QMainWindow, QSystemTrayIcon, QWidget
+from PySide6.QtWidgets import QApplication, QMainWindow, QMenu, QSystemTrayIcon, QWidget
 
+from .language import accept_language, desktop_locale, system_languages, text
 from .providers import Dialogs
 
 __all__ = ["GEOMETRY_FILE", "TITLE", "Opener", "ShellPage", "ShellWindow", "harden"]
@@ -187,12 +191,22 @@ def app_icon() -> QIcon:
 
 def tray_for(window: ShellWindow) -> QSystemTrayIcon | None:
     """A tray icon where the platform has a tray (notifications, the waiting count in
-    its tooltip; a click brings the window forward); ``None`` elsewhere."""
+    its tooltip, a menu to show the window or quit; a click brings the window
+    forward); ``None`` elsewhere."""
     if not QSystemTrayIcon.isSystemTrayAvailable():
         return None
     tray = QSystemTrayIcon(window.windowIcon(), window)
-    tray.setToolTip(TITLE)
+    menu = QMenu(window)
+    show = menu.addAction("")
+    show.setObjectName("show")
+    show.triggered.connect(window.focus)
+    leave = menu.addAction("")
+    leave.setObjectName("quit")
+    leave.triggered.connect(QApplication.quit)
+    tray.setContextMenu(menu)
     tray.activated.connect(lambda _reason: window.focus())
+    window.dialogs.tray = tray
+    window.retranslate()
     tray.show()
     return tray
 
@@ -216,7 +230,10 @@ class ShellWindow(QMainWindow):
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.NoContextMenu)
         self.page: ShellPage | None = None
         self.setCentralWidget(self.view)
-        self.setWindowTitle(TITLE)
+        self.preferred = system_languages()
+        self.language = desktop_locale(None, self.preferred)
+        self.waiting = 0
+        self.follow_choice(None)
         self.setWindowIcon(app_icon())
         self._save_timer = QTimer(self)
         self._save_timer.setSingleShot(True)
@@ -246,13 +263,37 @@ class ShellWindow(QMainWindow):
     def set_waiting(self, count: int) -> None:
         """``count`` things wait for the person: in the title and the app's badge."""
         log.info("waiting for the person", extra={"count": count})
-        self.setWindowTitle(f"{TITLE} ({count} waiting)" if count else TITLE)
+        self.waiting = count
+        self.retranslate()
         app = QGuiApplication.instance()
         if isinstance(app, QGuiApplication):
             app.setBadgeNumber(count)
+
+    def follow_choice(self, choice: str | None) -> None:
+        """The person's language setting (``None``: as the desktop says): the window's
+        words and the engine's ``Accept-Language`` follow it."""
+        self.language = desktop_locale(choice, self.preferred)
+        self.profile.setHttpAcceptLanguage(accept_language(choice, self.preferred))
+        self.dialogs.locale = self.language
+        log.info("desktop language", extra={"locale": self.language})
+        self.retranslate()
+
+    def retranslate(self) -> None:
+        """The window's own words again, in ``self.language``."""
+        title = (
+            text(self.language, "desktop.title_waiting", count=self.waiting)
+            if self.waiting
+            else text(self.language, "desktop.title")
+        )
+        self.setWindowTitle(title)
         tray = self.dialogs.tray
-        if tray is not None:
-            tray.setToolTip(self.windowTitle())
+        if tray is None:
+            return
+        tray.setToolTip(title)
+        menu = tray.contextMenu()
+        for action in menu.actions() if menu is not None else []:
+            if action.objectName() in ("show", "quit"):
+                action.setText(text(self.language, f"desktop.tray.{action.objectName()}"))
 
     # --- downloads ---------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@
 
 import { $, announce, el, showToast, trapFocus } from "./dom.js";
 import { wordsFor } from "./consent.js";
+import { list, t, time } from "./i18n.js";
 
 let send = null;
 let dialog = null;
@@ -21,48 +22,63 @@ const pending = new Map(); // app_id (or "" for refresh) -> { action, frames } u
 const confirming = new Set(); // app ids whose "Remove" waits for its confirm step
 const turningOff = new Set(); // app ids whose "Off" waits for its confirm step
 
-const UNAVAILABLE = {
-  version_revoked: "Revoked by the publisher \u2014 no earlier verified version",
-  key_revoked: "The publisher's key was revoked",
-};
+// Why an installed app cannot run (centre.unavailable.*).
+const UNAVAILABLE = new Set(["version_revoked", "key_revoked"]);
 
 // Permissions as short chips (the consent dialog's words in their title).
 const CHIP = {
-  "app.open_url": "Open links",
-  "clipboard.write": "Copy to clipboard",
-  "device.pick_file": "Pick files",
-  "artifact.save": "Save files",
-  "notification.show": "Notifications",
+  "app.open_url": "centre.chip.app.open_url",
+  "clipboard.write": "centre.chip.clipboard.write",
+  "device.pick_file": "centre.chip.device.pick_file",
+  "artifact.save": "centre.chip.artifact.save",
+  "notification.show": "centre.chip.notification.show",
 };
 
-const DONE = {
-  install: "Installed",
-  update: "Updated",
-  enable: "Turned on",
-  disable: "Turned off",
-  remove: "Removed",
-  refresh: "Catalog checked",
-};
+// What the receipt of each action says (centre.done.* / centre.failed.*).
+const ACTIONS = new Set(["install", "update", "enable", "disable", "remove", "refresh"]);
 
-const FAILED = {
-  install: "Not installed",
-  update: "Not updated",
-  enable: "Not turned on",
-  disable: "Not turned off",
-  remove: "Not removed",
-  refresh: "Catalog not checked",
-};
-
-const TIME_FORMAT = new Intl.DateTimeFormat([], {
-  day: "numeric",
-  month: "short",
-  hour: "2-digit",
-  minute: "2-digit",
-});
+// The Runtime's refusal codes the catalogue has words for (centre.refused.*); the
+// receipt's own message is English, for logs and developers.
+const REFUSED = new Set([
+  "key_unknown",
+  "key_revoked",
+  "signature_invalid",
+  "version_revoked",
+  "version_downgrade",
+  "app_version_conflict",
+  "not_in_catalog",
+  "catalog_unavailable",
+  "catalog_insecure",
+  "cache_unavailable",
+  "artifact_too_large",
+  "length_mismatch",
+  "digest_mismatch",
+  "archive_invalid",
+  "release_mismatch",
+  "release_invalid",
+  "host_too_old",
+  "app_not_found",
+  "app_not_removable",
+  "app_unavailable",
+  "app_scope_conflict",
+  "internal_error",
+]);
 
 function closesText(running) {
   if (!running) return "";
-  return running === 1 ? "1 running instance will close." : `${running} running instances will close.`;
+  return t("centre.closes", { count: running });
+}
+
+function doneText(action) {
+  return t(ACTIONS.has(action) ? `centre.done.${action}` : "centre.done.other");
+}
+
+function failedText(action) {
+  return t(ACTIONS.has(action) ? `centre.failed.${action}` : "centre.failed.other");
+}
+
+function refusedText(code) {
+  return REFUSED.has(code) ? t(`centre.refused.${code}`) : t("centre.refused.other", { code });
 }
 
 // The app's name, from the last frame (the Runtime's), for words about it.
@@ -73,12 +89,13 @@ function appName(appId) {
 }
 
 function unavailableText(code) {
-  return UNAVAILABLE[code] || "This app has no version it may run";
+  return t(UNAVAILABLE.has(code) ? `centre.unavailable.${code}` : "centre.unavailable.other");
 }
 
 function publisherText(publisher) {
   if (!publisher) return "";
-  return publisher.trusted ? publisher.name || "Unnamed publisher" : "Unknown publisher";
+  if (!publisher.trusted) return t("centre.unknown_publisher");
+  return publisher.name || t("centre.unnamed_publisher");
 }
 
 function act(action, appId, version) {
@@ -87,7 +104,7 @@ function act(action, appId, version) {
   if (appId) frame.app_id = appId;
   if (version) frame.version = version;
   if (!send(frame)) {
-    showToast("error", toastBody("The Runtime cannot be reached. Try again in a moment."));
+    showToast("error", toastBody(t("centre.unreachable")));
     return;
   }
   pending.set(appId || "", { action, frames });
@@ -122,17 +139,17 @@ function build() {
   dialog.id = "apps";
   dialog.setAttribute("aria-labelledby", "apps-title");
   const head = el("div", "apps-head");
-  const title = el("h2", "apps-title", "Apps");
+  const title = el("h2", "apps-title", t("centre.title"));
   title.id = "apps-title";
-  const close = button("secondary apps-close", "Close", () => dialog.close());
+  const close = button("secondary apps-close", t("centre.close"), () => dialog.close());
   head.append(title, close);
 
   const catalog = el("section", "apps-catalog");
-  catalog.setAttribute("aria-label", "Catalog");
+  catalog.setAttribute("aria-label", t("centre.catalog"));
   const state = el("p", "apps-catalog-state");
-  const dev = el("p", "apps-dev", "Development catalog (plain HTTP on this machine)");
+  const dev = el("p", "apps-dev", t("centre.dev"));
   dev.hidden = true;
-  const check = button("secondary apps-refresh", "Check for updates", () => act("refresh"));
+  const check = button("secondary apps-refresh", t("centre.check"), () => act("refresh"));
   check.dataset.focus = "refresh";
   const line = el("div", "apps-catalog-line");
   line.append(state, check);
@@ -140,17 +157,17 @@ function build() {
 
   const installed = el("section", "apps-section");
   installed.setAttribute("aria-labelledby", "apps-installed-label");
-  const installedLabel = el("h3", "apps-label", "Installed");
+  const installedLabel = el("h3", "apps-label", t("centre.installed"));
   installedLabel.id = "apps-installed-label";
   installed.append(installedLabel, el("ul", "apps-list apps-installed"));
-  installed.append(el("p", "apps-empty apps-installed-empty", "No apps installed."));
+  installed.append(el("p", "apps-empty apps-installed-empty", t("centre.installed_empty")));
 
   const offered = el("section", "apps-section");
   offered.setAttribute("aria-labelledby", "apps-offered-label");
-  const offeredLabel = el("h3", "apps-label", "Available from the catalog");
+  const offeredLabel = el("h3", "apps-label", t("centre.offered"));
   offeredLabel.id = "apps-offered-label";
   offered.append(offeredLabel, el("ul", "apps-list apps-offered"));
-  offered.append(el("p", "apps-empty apps-offered-empty", "Nothing else to install."));
+  offered.append(el("p", "apps-empty apps-offered-empty", t("centre.offered_empty")));
 
   dialog.append(head, catalog, installed, offered);
   dialog.addEventListener("close", () => {
@@ -181,13 +198,13 @@ export function initAppCentre(context) {
 
 function chips(permissions) {
   const list = el("ul", "apps-chips");
-  list.setAttribute("aria-label", "Permissions");
+  list.setAttribute("aria-label", t("centre.permissions"));
   if (!permissions.length) {
-    list.append(el("li", "apps-chip none", "No permissions"));
+    list.append(el("li", "apps-chip none", t("centre.no_permissions")));
     return list;
   }
   for (const name of permissions) {
-    const chip = el("li", "apps-chip", CHIP[name] || name);
+    const chip = el("li", "apps-chip", Object.hasOwn(CHIP, name) ? t(CHIP[name]) : name);
     chip.title = `${wordsFor(name)} (${name})`;
     list.append(chip);
   }
@@ -216,13 +233,13 @@ function installedRow(app) {
     heading(
       app.name,
       app.version,
-      builtIn ? "Built-in" : publisherText(app.publisher),
+      builtIn ? t("centre.built_in") : publisherText(app.publisher),
       builtIn ? "built-in" : "publisher",
     ),
   );
   const meta = [app.app_id];
-  if (app.publisher) meta.push(`key ${app.publisher.key_id}`);
-  if (app.versions.length > 1) meta.push(`stored: ${app.versions.join(", ")}`);
+  if (app.publisher) meta.push(t("centre.meta_key", { id: app.publisher.key_id }));
+  if (app.versions.length > 1) meta.push(t("centre.meta_stored", { versions: list(app.versions, "unit") }));
   text.append(el("p", "apps-meta", meta.join(" \u00b7 ")));
   text.append(chips(app.permissions));
   if (app.unavailable) {
@@ -240,7 +257,7 @@ function installedRow(app) {
   box.disabled = Boolean(app.unavailable);
   busy(box, waiting);
   box.dataset.focus = `${app.app_id}:switch`;
-  box.setAttribute("aria-label", `${app.name} on`);
+  box.setAttribute("aria-label", t("centre.switch_label", { name: app.name }));
   box.addEventListener("change", () => {
     if (waiting) box.checked = enabled;
     else if (!box.checked && app.running > 0) {
@@ -250,69 +267,69 @@ function installedRow(app) {
       render(`${app.app_id}:keep-on`);
     } else act(box.checked ? "enable" : "disable", app.app_id);
   });
-  toggle.append(box, el("span", "apps-switch-text", enabled ? "On" : "Off"));
+  toggle.append(box, el("span", "apps-switch-text", t(enabled ? "centre.on" : "centre.off")));
   actions.append(toggle);
   if (turningOff.has(app.app_id)) {
-    const question = `Turn off ${app.name}? ${closesText(app.running)}`;
+    const question = t("centre.turn_off_ask", { name: app.name, closes: closesText(app.running) }).trim();
     const ask = el("div", "apps-confirm apps-confirm-off");
     ask.setAttribute("role", "group");
     ask.setAttribute("aria-label", question);
     ask.append(el("span", "apps-confirm-text", question));
-    const cancel = button("secondary apps-cancel", "Cancel", () => {
+    const cancel = button("secondary apps-cancel", t("centre.cancel"), () => {
       turningOff.delete(app.app_id);
       render(`${app.app_id}:switch`);
     });
     cancel.dataset.focus = `${app.app_id}:keep-on`;
-    cancel.setAttribute("aria-label", `Cancel: keep ${app.name} on`);
-    const yes = button("danger apps-off-yes", "Turn off", () => {
+    cancel.setAttribute("aria-label", t("centre.keep_on_label", { name: app.name }));
+    const yes = button("danger apps-off-yes", t("centre.turn_off"), () => {
       turningOff.delete(app.app_id);
       act("disable", app.app_id);
     });
     busy(yes, waiting);
     yes.dataset.focus = `${app.app_id}:off-yes`;
-    yes.setAttribute("aria-label", `Yes, turn off ${app.name}`);
+    yes.setAttribute("aria-label", t("centre.turn_off_label", { name: app.name }));
     ask.append(cancel, yes);
     actions.append(ask);
   }
 
   if (app.update && !app.unavailable) {
-    const update = button("primary apps-update", `Update to ${app.update}`, () =>
+    const update = button("primary apps-update", t("centre.update", { version: app.update }), () =>
       act("update", app.app_id, app.update),
     );
     busy(update, waiting);
     update.dataset.focus = `${app.app_id}:update`;
-    update.setAttribute("aria-label", `Update ${app.name} to ${app.update}`);
+    update.setAttribute("aria-label", t("centre.update_label", { name: app.name, version: app.update }));
     actions.append(update);
   }
   if (!builtIn) {
     if (confirming.has(app.app_id)) {
       const ask = el("div", "apps-confirm");
       ask.setAttribute("role", "group");
-      const question = `Remove ${app.name}? ${closesText(app.running)}`.trim();
+      const question = t("centre.remove_ask", { name: app.name, closes: closesText(app.running) }).trim();
       ask.setAttribute("aria-label", question);
       ask.append(el("span", "apps-confirm-text", question));
-      const cancel = button("secondary apps-cancel", "Keep", () => {
+      const cancel = button("secondary apps-cancel", t("centre.keep"), () => {
         confirming.delete(app.app_id);
         render(`${app.app_id}:remove`);
       });
       cancel.dataset.focus = `${app.app_id}:keep`;
-      const yes = button("danger apps-remove-yes", "Remove", () => {
+      const yes = button("danger apps-remove-yes", t("centre.remove"), () => {
         confirming.delete(app.app_id);
         act("remove", app.app_id);
       });
       busy(yes, waiting);
       yes.dataset.focus = `${app.app_id}:remove-yes`;
-      yes.setAttribute("aria-label", `Yes, remove ${app.name}`);
+      yes.setAttribute("aria-label", t("centre.remove_yes_label", { name: app.name }));
       ask.append(cancel, yes);
       actions.append(ask);
     } else {
-      const remove = button("secondary apps-remove", "Remove", () => {
+      const remove = button("secondary apps-remove", t("centre.remove"), () => {
         confirming.add(app.app_id);
         render(`${app.app_id}:keep`);
       });
       busy(remove, waiting);
       remove.dataset.focus = `${app.app_id}:remove`;
-      remove.setAttribute("aria-label", `Remove ${app.name}`);
+      remove.setAttribute("aria-label", t("centre.remove_label", { name: app.name }));
       actions.append(remove);
     }
   }
@@ -329,16 +346,16 @@ function offerRow(offer) {
   const name = offer.name || offer.app_id;
   text.append(heading(name, offer.version, publisherText(offer.publisher), "publisher"));
   const meta = offer.name ? [offer.app_id] : [];
-  meta.push(`key ${offer.publisher.key_id}`);
+  meta.push(t("centre.meta_key", { id: offer.publisher.key_id }));
   text.append(el("p", "apps-meta", meta.join(" \u00b7 ")));
   text.append(chips(offer.permissions));
   const actions = el("div", "apps-actions");
-  const install = button("primary apps-install", "Install", () =>
+  const install = button("primary apps-install", t("centre.install"), () =>
     act("install", offer.app_id, offer.version),
   );
   busy(install, pending.has(offer.app_id));
   install.dataset.focus = `${offer.app_id}:install`;
-  install.setAttribute("aria-label", `Install ${name} ${offer.version}`);
+  install.setAttribute("aria-label", t("centre.install_label", { name, version: offer.version }));
   actions.append(install);
   li.append(text, actions);
   return li;
@@ -355,12 +372,12 @@ function render(focusKey) {
 
   dialog.querySelector(".apps-dev").hidden = catalog.production || !catalog.fetched_at;
   dialog.querySelector(".apps-catalog-state").textContent = catalog.fetched_at
-    ? `Catalog checked ${TIME_FORMAT.format(new Date(catalog.fetched_at))}`
-    : "The catalog has not been checked yet.";
+    ? t("centre.checked_at", { time: time(catalog.fetched_at) })
+    : t("centre.not_checked");
   const refresh = dialog.querySelector(".apps-refresh");
   if (pending.has("")) refresh.setAttribute("aria-disabled", "true");
   else refresh.removeAttribute("aria-disabled");
-  refresh.textContent = pending.has("") ? "Checking\u2026" : "Check for updates";
+  refresh.textContent = t(pending.has("") ? "centre.checking" : "centre.check");
 
   dialog.querySelector(".apps-installed").replaceChildren(...apps.map(installedRow));
   dialog.querySelector(".apps-installed-empty").hidden = apps.length > 0;
@@ -394,12 +411,15 @@ export function onAppCentre(frame) {
 // A revocation moved an app back, or left it with nothing to run: tell the person,
 // whether or not the App centre is open.
 export function onAppFallback(frame) {
-  const why = frame.reason === "key_revoked" ? "its publisher's key was revoked" : `version ${frame.from_version} was revoked`;
-  const text =
-    frame.outcome === "rolled_back"
-      ? `${frame.name} went back to version ${frame.to_version}: ${why}.`
-      : `${frame.name} is unavailable: ${why}, and no earlier verified version is here.`;
-  const title = frame.outcome === "rolled_back" ? "App rolled back" : "App unavailable";
+  const why =
+    frame.reason === "key_revoked"
+      ? t("centre.fallback.why_key")
+      : t("centre.fallback.why_version", { version: frame.from_version });
+  const back = frame.outcome === "rolled_back";
+  const text = back
+    ? t("centre.fallback.rolled_back", { name: frame.name, version: frame.to_version, why })
+    : t("centre.fallback.unavailable", { name: frame.name, why });
+  const title = t(back ? "centre.fallback.rolled_back_title" : "centre.fallback.unavailable_title");
   showToast("warning apps-fallback", toastBody(text, title));
 }
 
@@ -413,9 +433,11 @@ export function onAppsReceipt(frame) {
   const name = frame.app_id ? appName(frame.app_id) : "";
   if (frame.outcome === "ok") {
     const what = frame.version ? `${name} ${frame.version}` : name;
-    announce(`${DONE[frame.action] || "Done"}${what ? `: ${what}` : ""}.`);
+    const done = doneText(frame.action);
+    announce(what ? t("centre.done_app", { done, what }) : t("centre.done_alone", { done }));
     return;
   }
-  const title = `${FAILED[frame.action] || "Not done"}${name ? `: ${name}` : ""}`;
-  showToast("error apps-toast", toastBody(frame.message || frame.outcome, title));
+  const failed = failedText(frame.action);
+  const title = name ? t("centre.failed_app", { failed, name }) : failed;
+  showToast("error apps-toast", toastBody(refusedText(frame.outcome), title));
 }

@@ -10,17 +10,19 @@
 // runs while it lasts, because the deciding tab claims in the same step.
 
 import { announce, el, showToast, trapFocus } from "./dom.js";
+import { bytes, t } from "./i18n.js";
 
 // What the timeline lends this module, set once by initConsent:
 //   send(frame) -> bool   sends a frame on the host channel
 let context = null;
 
+// The catalogue's words for each host capability (consent.capability.*).
 export const WORDS = {
-  "app.open_url": "Open a link",
-  "clipboard.write": "Copy text to your clipboard",
-  "device.pick_file": "Choose a file to share",
-  "artifact.save": "Save a file",
-  "notification.show": "Show a notification",
+  "app.open_url": "consent.capability.app.open_url",
+  "clipboard.write": "consent.capability.clipboard.write",
+  "device.pick_file": "consent.capability.device.pick_file",
+  "artifact.save": "consent.capability.artifact.save",
+  "notification.show": "consent.capability.notification.show",
 };
 const OPEN = new Set(["awaiting_consent", "approved", "executing"]);
 const PREVIEW_CHARS = 2000;
@@ -45,14 +47,21 @@ const idOf = (call) => ({
 });
 
 export function wordsFor(capability) {
-  return WORDS[capability] || capability;
+  return Object.hasOwn(WORDS, capability) ? t(WORDS[capability]) : capability;
 }
 
 // Who asks, as the person knows them: "the app Task Dashboard 2" (the Runtime's label
 // for the instance) or "the agent <id>".
 export function requesterText(call) {
-  const who = call.requester_label || call.requester;
-  return call.requester_kind === "app" ? `the app ${who}` : `the agent ${who}`;
+  const name = call.requester_label || call.requester;
+  return t(call.requester_kind === "app" ? "consent.requester.app" : "consent.requester.agent", { name });
+}
+
+// The catalogue's string ``key`` with the element ``node`` where its {{slot}} is (the
+// words around it come before or after it as the language puts them).
+function around(key, slot, node) {
+  const [before, after = ""] = t(key).split(`{{${slot}}}`);
+  return [before, node, after].filter((part) => part !== "");
 }
 
 // --- the dialog ---------------------------------------------------------------------------
@@ -104,7 +113,7 @@ function refreshDialog() {
     renderDialog(call);
   }
   const queue = dialog.querySelector(".consent-queue");
-  queue.textContent = pending.length > 1 ? `Request 1 of ${pending.length}` : "";
+  queue.textContent = pending.length > 1 ? t("consent.queue", { index: 1, total: pending.length }) : "";
   queue.hidden = pending.length < 2;
   updateButtons(call);
   if (!dialog.open) {
@@ -139,12 +148,12 @@ function renderDialog(call) {
   who.id = "consent-who";
   const name = el("strong", null, requesterText(call));
   name.title = call.requester; // the app's scope, or the agent's id
-  who.append("Asked by ", name);
+  who.append(...around("consent.asked_by", "who", name));
   head.append(queue, title, who);
 
   const reason = el("section", "consent-reason");
-  reason.append(el("h3", "consent-label", "Their reason"));
-  const said = el("p", "consent-reason-text", call.reason || "No reason given.");
+  reason.append(el("h3", "consent-label", t("consent.reason")));
+  const said = el("p", "consent-reason-text", call.reason || t("consent.no_reason"));
   said.id = "consent-reason";
   reason.append(said);
 
@@ -159,15 +168,15 @@ function renderDialog(call) {
     const box = el("input");
     box.type = "checkbox";
     box.addEventListener("change", () => updateButtons(call));
-    ack.append(box, el("span", null, "I will choose a file in the next window"));
+    ack.append(box, el("span", null, t("consent.acknowledge")));
     form.append(ack);
   }
   if (call.risk === "restricted" && call.phrase) {
     const label = el("label", "consent-phrase");
-    label.append(
-      el("span", null, "To allow this, type "),
-      el("code", "consent-phrase-text", call.phrase),
-    );
+    const code = el("code", "consent-phrase-text", call.phrase);
+    label.append(...around("consent.phrase", "phrase", code).map((part) =>
+      typeof part === "string" ? el("span", null, part) : part,
+    ));
     const input = el("input", "consent-phrase-input answer-field");
     input.type = "text";
     input.autocomplete = "off";
@@ -181,7 +190,7 @@ function renderDialog(call) {
     const remember = el("label", "consent-check consent-remember");
     const box = el("input");
     box.type = "checkbox";
-    remember.append(box, el("span", null, "Remember for this session"));
+    remember.append(box, el("span", null, t("consent.remember")));
     form.append(remember);
   }
   const alert = el("p", "consent-alert");
@@ -190,10 +199,10 @@ function renderDialog(call) {
   form.append(alert);
 
   const actions = el("div", "consent-actions");
-  const deny = el("button", "button secondary consent-deny", "Deny");
+  const deny = el("button", "button secondary consent-deny", t("consent.deny"));
   deny.type = "button";
   deny.addEventListener("click", () => decide(call, false));
-  const allow = el("button", "button primary consent-allow", "Allow");
+  const allow = el("button", "button primary consent-allow", t("consent.allow"));
   allow.type = "submit";
   actions.append(deny, allow);
   form.append(actions);
@@ -217,26 +226,26 @@ function details(call) {
     } catch {
       site = "";
     }
-    if (site) row("Site", site, "consent-value consent-site");
-    row("Full address", String(args.url || ""), "consent-value consent-url");
+    if (site) row(t("consent.site"), site, "consent-value consent-site");
+    row(t("consent.full_address"), String(args.url || ""), "consent-value consent-url");
   } else if (call.capability === "clipboard.write") {
     const text = String(args.text || "");
     const count = [...text].length;
-    box.append(el("h3", "consent-label", `Text to copy (${count} characters)`));
+    box.append(el("h3", "consent-label", t("consent.text_to_copy", { count })));
     const preview = el("pre", "consent-preview");
     preview.textContent = text.length > PREVIEW_CHARS ? `${text.slice(0, PREVIEW_CHARS)}…` : text;
-    if (!text) preview.textContent = "(empty)";
+    if (!text) preview.textContent = t("consent.empty");
     box.append(preview);
   } else if (call.capability === "artifact.save") {
-    row("File name", String(args.name || ""), "consent-value consent-file-name");
-    row("Type", String(args.media_type || ""));
-    row("Size", sizeText(savedSize(args)));
+    row(t("consent.file_name"), String(args.name || ""), "consent-value consent-file-name");
+    row(t("consent.type"), String(args.media_type || ""));
+    row(t("consent.size"), sizeText(savedSize(args)));
   } else if (call.capability === "device.pick_file") {
-    const accept = Array.isArray(args.accept) && args.accept.length ? args.accept.join(", ") : "Any file";
-    row("Allowed types", accept);
-    box.append(el("p", "consent-note", "You choose the file. Only that file is shared."));
+    const accept = Array.isArray(args.accept) && args.accept.length ? args.accept.join(", ") : t("consent.any_file");
+    row(t("consent.allowed_types"), accept);
+    box.append(el("p", "consent-note", t("consent.pick_note")));
   } else if (Object.keys(args).length) {
-    box.append(el("h3", "consent-label", "Details"));
+    box.append(el("h3", "consent-label", t("consent.details")));
     const raw = el("pre", "consent-preview");
     raw.textContent = JSON.stringify(args, null, 2);
     box.append(raw);
@@ -253,10 +262,9 @@ function savedSize(args) {
   return 0;
 }
 
-export function sizeText(bytes) {
-  if (bytes < 1024) return `${bytes} B`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
-  return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
+// A size as the person's language writes it ("18 bytes", "1.2 MB" / "18字节").
+export function sizeText(size) {
+  return bytes(size);
 }
 
 function updateButtons(call) {
@@ -276,8 +284,8 @@ function updateButtons(call) {
 }
 
 function refusalText(code) {
-  if (code === "confirmation_required") return "Please complete the confirmation step first.";
-  return `That did not count (${code}).`;
+  if (code === "confirmation_required") return t("consent.refused.confirmation_required");
+  return t("consent.refused.other", { code });
 }
 
 function decide(call, allow) {
@@ -305,15 +313,18 @@ function tickDialog() {
   if (left <= 0) {
     // Out of time here: the Runtime expires it (and tells every tab) in a moment.
     caps.expiredHere.add(caps.shown);
-    announce("A request expired.");
+    announce(t("consent.expired_here"));
     refreshDialog();
     return;
   }
+  // A countdown clock: m:ss, or h:mm:ss past an hour (digits in every language).
   const seconds = Math.ceil(left / 1000);
   const minutes = Math.floor(seconds / 60);
-  const text = minutes >= 60
-    ? `Expires in ${Math.floor(minutes / 60)} h ${minutes % 60} min`
-    : `Expires in ${minutes}:${String(seconds % 60).padStart(2, "0")}`;
+  const ss = String(seconds % 60).padStart(2, "0");
+  const clock = minutes >= 60
+    ? `${Math.floor(minutes / 60)}:${String(minutes % 60).padStart(2, "0")}:${ss}`
+    : `${minutes}:${ss}`;
+  const text = t("consent.expires_in", { time: clock });
   if (countdown.textContent !== text) countdown.textContent = text;
   countdown.classList.toggle("soon", left < 30_000);
 }
@@ -414,7 +425,7 @@ async function upload(call, file) {
     if (!response.ok && response.status !== 413 && response.status !== 409) {
       report(call, false, "provider_failed");
     }
-    if (response.status === 413) announce("That file is too large to share.");
+    if (response.status === 413) announce(t("consent.too_large"));
   } catch {
     report(call, false, "provider_failed");
   }
@@ -466,7 +477,7 @@ export function onCapabilities(calls) {
       caps.claimed.delete(key);
       caps.refusal.delete(key);
     }
-    if (call.state === "expired") announce(`A request to ${wordsFor(call.capability).toLowerCase()} expired.`);
+    if (call.state === "expired") announce(t("consent.expired", { what: wordsFor(call.capability) }));
     // Approved without a dialog (display_only, remembered consent): the first tab
     // to claim it runs it. A person's "allow" is claimed by the tab that decided.
     const unattended = call.decision === "automatic" || call.decision === "remembered";

@@ -38,6 +38,8 @@
 // and its network partition is keyed by that opaque origin, so credentialless would add
 // nothing but a dependency on a secure-context-only feature.
 
+import { t } from "./i18n.js";
+
 export const NAMESPACE = "lineup.surface.v1";
 export const MIN_HEIGHT = 40;
 export const MAX_HEIGHT = 4000;
@@ -69,10 +71,12 @@ export const APP_METHODS = new Set([
 const REQUEST_FIELDS = ["namespace", "type", "instance_id", "mount_id", "id", "method", "params"];
 // What a refused app request is answered with, by the shell's own reason (onReject's
 // code). The codes are lineup.protocol.ErrorCode values (docs/miniapps.md lists them).
+// The messages are for the app's developer, in English and in the SDK's own style
+// (app_sdk.js): an app shows the person its own words, chosen by the code.
 export const REFUSALS = Object.freeze({
-  rate_limited: { code: "rate_limited", message: "Too many requests: try again shortly" },
-  not_ready: { code: "request_invalid", message: "The surface has not started yet" },
-  unknown_method: { code: "method_unknown", message: "No such method" },
+  rate_limited: { code: "rate_limited", message: "too many requests: try again shortly" },
+  not_ready: { code: "request_invalid", message: "the surface has not started yet" },
+  unknown_method: { code: "method_unknown", message: "no such method" },
   bad_params: { code: "request_invalid", message: "params must be a plain JSON object" },
   too_large: { code: "too_large", message: "params must serialise to less than 96 KiB" },
 });
@@ -182,7 +186,9 @@ export function reloadLimit({ limit = RELOAD_LIMIT, windowMs = RELOAD_WINDOW_MS,
 }
 
 /**
- * Frame the surface at `url` inside `container` and relay its messages.
+ * Frame the surface at `url` inside `container` and relay its messages. `title` (the
+ * frame's accessible name, e.g. the app's name) defaults to the catalogue's
+ * "MiniApp surface" in the person's language.
  *
  * callbacks: onEvent(name, data), onResize(height), onReady(), onReload(),
  * onReject(code), onRequest(id, method, params) (app mounts); all optional.
@@ -190,7 +196,7 @@ export function reloadLimit({ limit = RELOAD_LIMIT, windowMs = RELOAD_WINDOW_MS,
  * Returns {frame, post(state), respond(id, ok, payload), push(topic), unmount(),
  * trusted, ready, rejected, rejections}.
  */
-export function mountSurface(container, { url, instanceId, mountId }, callbacks = {}, options = {}) {
+export function mountSurface(container, { url, instanceId, mountId, title }, callbacks = {}, options = {}) {
   for (const [name, value] of [["url", url], ["instanceId", instanceId], ["mountId", mountId]]) {
     if (typeof value !== "string" || value === "") throw new TypeError(`mountSurface: ${name} is required`);
   }
@@ -220,7 +226,7 @@ export function mountSurface(container, { url, instanceId, mountId }, callbacks 
   frame.setAttribute("sandbox", "allow-scripts");
   frame.setAttribute("referrerpolicy", "no-referrer");
   frame.setAttribute("allow", "");
-  frame.setAttribute("title", "MiniApp surface");
+  frame.setAttribute("title", typeof title === "string" && title ? title : t("surface_host.frame_title"));
   frame.className = "surface-frame";
   frame.dataset.instanceId = instanceId;
   frame.style.height = `${MIN_HEIGHT}px`;
