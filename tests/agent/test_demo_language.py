@@ -7,18 +7,20 @@ names work too. A real AppServer process and a real Runtime."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 from lineup.agent import Agent
 from lineup.agent.demo import CATALOGUES, build_demo_agent, command_of, speech
 from lineup.runtime import Runtime
-from tests.agent.test_agent import FAST, running
+from tests.agent.test_agent import FAST, running, wait_for_texts
 from tests.agent.test_demo_interactions import agent_replies, ask_and_answer, latest_interaction
 from tests.conftest import Pair
 from tests.runtime.test_runtime import EventLog, logged_in
 from tests.runtime.test_runtime import running as runtime_running
 from tests.support.appserver import AppServerProcess
+from tests.support.clients import envelope
 
 
 def demo_agent(server: AppServerProcess, pair: Pair, tmp_path: Path) -> Agent:
@@ -108,6 +110,43 @@ async def test_the_demo_agent_answers_in_english_otherwise(
         assert notice is not None
         assert json.loads(notice.arguments)["title"] == "通知"
     await runtime.close()
+
+
+async def test_a_restarted_demo_agent_finds_the_language_in_the_history(
+    pair: Pair, appserver: AppServerProcess, tmp_path: Path
+) -> None:
+    runtime = await logged_in(appserver, pair, tmp_path / "runtime")
+    await runtime.choose_locale("zh-CN")
+    log = EventLog(runtime)
+    async with runtime_running(runtime):
+        async with running(demo_agent(appserver, pair, tmp_path)):
+            await log.until(lambda: len(agent_replies(log)) == 1)  # the greeting
+        # Its cursor is past the inventory now: the stream will not replay it.
+        async with running(demo_agent(appserver, pair, tmp_path)) as again:
+            assert again.conversations[pair.conversation_id].locale is None
+            assert await reply_to(runtime, log, pair, "/通知") == "已经给你看了一条通知。"
+            assert again.conversations[pair.conversation_id].locale == "zh-CN"
+    await runtime.close()
+
+
+async def test_an_inventory_without_a_language_is_an_older_runtime_s_english(
+    pair: Pair, appserver: AppServerProcess, tmp_path: Path
+) -> None:
+    older = {"revision": "inv-1", "tools": []}  # what a Runtime from before `locale` sent
+    inventory = envelope(
+        pair.conversation_id,
+        "runtime",
+        pair.user.id,
+        kind="lineup.v1.client.inventory",
+        payload=older,
+    )
+    assert (await pair.user.post(pair.conversation_id, inventory)).status_code == 201
+    async with running(demo_agent(appserver, pair, tmp_path)) as agent:
+        texts = await asyncio.wait_for(wait_for_texts(pair, 1), 20)
+        conversation = agent.conversations[pair.conversation_id]
+        assert await conversation.known_locale() is None
+        assert conversation.inventory is not None and conversation.locale is None
+    assert texts == ["Hello! Type `/help` to see what I can do."]
 
 
 def test_the_commands_and_their_chinese_names() -> None:
