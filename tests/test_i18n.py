@@ -13,8 +13,9 @@ from lineup.i18n import LOCALES, Catalogues, negotiate, parse_accept_language, p
 
 ROOT = Path(__file__).resolve().parents[1] / "src" / "lineup"
 SHELL = ROOT / "host" / "static"
-CATALOGUES = [ROOT / "locales"]
-"""Every catalogue folder; the MiniApps' own are found below."""
+CATALOGUES = [ROOT / "locales", ROOT / "agent" / "demo_locales"]
+"""Every catalogue folder (the client's, the demo agent's); the MiniApps' own are found
+below."""
 CATALOGUES += sorted(p.parent for p in (ROOT / "miniapps").glob("**/locales/en.json"))
 
 _PLURAL = re.compile(r"_(zero|one|two|few|many|other)$")

@@ -135,6 +135,46 @@ def test_tool_descriptor_fields(change: dict[str, Any], path: str) -> None:
     rejected(_inventory(tool), MALFORMED, path)
 
 
+# --- the person's language in the inventory --------------------------------------------------
+
+
+@pytest.mark.parametrize("tag", ["en", "zh-CN", "zh-Hans-CN", "de-CH-1901", "x" * 2 + "-a" * 16])
+def test_inventory_locale_is_a_language_tag(tag: str) -> None:
+    inventory = _inventory(INTERACTIVE_TOOL)
+    inventory["payload"]["locale"] = tag
+    decoded = accepted(inventory)
+    assert isinstance(decoded.payload, payloads.ClientInventory)
+    assert decoded.payload.locale == tag
+
+
+def test_inventory_without_locale_is_an_older_runtimes() -> None:
+    decoded = accepted(_inventory(INTERACTIVE_TOOL))
+    assert isinstance(decoded.payload, payloads.ClientInventory)
+    assert decoded.payload.locale is None
+
+
+@pytest.mark.parametrize(
+    "tag",
+    [
+        "",
+        "z",
+        "zh_CN",
+        "zh-",
+        "-CN",
+        "zh--CN",
+        "zh-CN\n",
+        "中文",
+        "zh-CN-" + "a" * 9,
+        "en" + "-a" * 17,
+        7,
+    ],
+)
+def test_inventory_locale_refuses_what_is_no_language_tag(tag: object) -> None:
+    inventory = _inventory(INTERACTIVE_TOOL)
+    inventory["payload"]["locale"] = tag
+    rejected(inventory, MALFORMED, "$.payload.locale")
+
+
 # --- surfaces --------------------------------------------------------------------------------
 
 

@@ -460,6 +460,20 @@ class Conversation:
         """The latest inventory; waits for the Runtime's first one when none is known."""
         return await self._inbox.latest_inventory()
 
+    @property
+    def locale(self) -> str | None:
+        """The person's language (a BCP 47 tag such as ``zh-CN`` or ``en``) as the
+        latest inventory says; ``None`` while no inventory is known or when the
+        Runtime does not say (an older one)."""
+        inventory = self._inbox.inventory
+        return inventory.locale if inventory is not None else None
+
+    async def known_locale(self) -> str | None:
+        """``locale``, looked for in the history (once) when no inventory has been
+        seen on the stream yet (after a restart). Does not wait."""
+        inventory = await self._inbox.known_inventory()
+        return inventory.locale if inventory is not None else None
+
     # --- host capabilities (spec 000 §5.3) ---------------------------------------------------
 
     async def call_capability(

@@ -4,13 +4,23 @@ Its handlers run ``concurrent=True``: a question or a game waiting for the perso
 does not hold up the conversation, so chat, the Focus Timer's ``done`` and the
 Whiteboard's strokes are answered at once. Every follow-up call names the app
 instance it means (``open_app`` and ``AppInstance.call``): a call for a board that
-was closed is refused, never carried out on another board."""
+was closed is refused, never carried out on another board.
+
+It speaks the person's language as the Runtime's inventory says it (English unless
+told otherwise, or for a language it does not have): every word it sends comes from
+its own catalogue (``demo_locales``, i18next JSON like the client's). Its commands
+stay the same in every language; Chinese names are understood too (``/看板``), as is
+a full-width slash (U+FF0F, what a Chinese input method may type)."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
+from collections.abc import Callable
 from datetime import timedelta
+from importlib import resources
 
+from lineup.i18n import DEFAULT, Catalogues, canonical
 from lineup.protocol import Envelope, ErrorCode, MessageEnvelope, UiEventEnvelope
 from lineup.protocol.fields import MAX_TEXT_CHARS
 
@@ -19,32 +29,35 @@ from .apps import AppInstance
 from .conversation import Conversation
 from .errors import CapabilityError, Dismissed, Expired, InteractionError, ToolCallError
 
-HELP = """I am the LineUp demo agent. I understand:
+CATALOGUES = Catalogues(resources.files("lineup.agent").joinpath("demo_locales"))
+"""The demo agent's words, one catalogue per language (its own, not the client's)."""
 
-- `/help`: this list
-- `/notice`: I show you a notice card
-- `/choose`: I ask you to pick one option (`/choose many`: several)
-- `/confirm`: I ask you to confirm something
-- `/ask`: I ask you to type an answer
-- `/link URL`: I ask to open a link for you
-- `/copy TEXT`: I ask to put text on your clipboard
-- `/save TEXT`: I ask to save a note as a file you can download
-- `/file`: I ask you to share a file with me
-- `/notify TEXT`: I show you a notification (no question asked)
-- `/dashboard`: I open the Task Dashboard and add a few tasks
-- `/whiteboard`: I open the Whiteboard and draw on it
-- `/game`: a round of Draw & Guess: I draw, you guess (`/game b`: you draw, I guess)
-- `/timer [minutes]`: a Focus Timer in the chat (25 minutes unless you say); it is a
-  signed app: install Focus Timer from Apps first
-- `/tour`: a guided tour of all of it
-- anything else: I say it back to you
+Say = Callable[..., str]
+"""``say(key, **values)``: a string of the catalogue in the person's language."""
 
-Questions wait for you for 5 minutes; meanwhile I keep answering your other
-messages. Messages, order and delivery are real: stop me, restart me, reload the
-page or restart the client, and nothing is lost or repeated."""
+ALIASES = {
+    "/帮助": "/help",
+    "/通知": "/notice",
+    "/选择": "/choose",
+    "/确认": "/confirm",
+    "/提问": "/ask",
+    "/链接": "/link",
+    "/复制": "/copy",
+    "/保存": "/save",
+    "/文件": "/file",
+    "/提醒": "/notify",
+    "/看板": "/dashboard",
+    "/白板": "/whiteboard",
+    "/游戏": "/game",
+    "/计时": "/timer",
+    "/导览": "/tour",
+}
+"""The commands' Chinese names (the English ones work in every language)."""
+MANY = ("many", "多选")
+FULLWIDTH_SLASH = "\uff0f"
 
 WAIT = timedelta(minutes=5)
-COLOURS = {"blue": "Blue", "green": "Green", "orange": "Orange", "purple": "Purple"}
+COLOURS = ("blue", "green", "orange", "purple")
 
 FOCUS_TIMER_ID = "dev.lineup.focus-timer"
 """The signed sample app ``lineup demo`` publishes (``/timer`` shows its ``card``)."""
@@ -55,55 +68,88 @@ TIMER_MINUTES = 25
 MAX_TIMER_MINUTES = 600
 INVENTORY_WAIT = 10.0
 """Seconds ``/timer`` waits for a first inventory when none is known yet."""
+GREETING_WAIT = 3.0
+"""Seconds the greeting waits for a first inventory (it tells the person's language):
+a new conversation's comes a moment after the conversation itself."""
+SUN_WORDS = frozenset({"sun", "太阳"})
+"""What counts as a right guess of round A's sun, in either language."""
+
+
+def speech(locale: str | None) -> Say:
+    """The demo's words in ``locale``: Simplified Chinese for any Chinese tag, else
+    English."""
+    return functools.partial(CATALOGUES.text, canonical(locale) or DEFAULT)
+
+
+async def speech_for(conversation: Conversation, *, wait: float = 0.0) -> Say:
+    """The demo's words in the person's language as the latest inventory says it
+    (looked for in the history after a restart; waiting up to ``wait`` seconds for a
+    first one when none is known)."""
+    locale = conversation.locale or await conversation.known_locale()
+    if conversation.inventory is None and wait > 0:
+        try:
+            async with asyncio.timeout(wait):
+                locale = (await conversation.latest_inventory()).locale
+        except TimeoutError:
+            pass
+    return speech(locale)
+
+
+def command_of(text: str) -> tuple[str, str]:
+    """The command a message starts with (its English name) and the rest."""
+    # Any whitespace ends the command: a Chinese input method may type U+3000.
+    command, rest = ([*text.split(maxsplit=1), "", ""])[:2]
+    if command.startswith(FULLWIDTH_SLASH):
+        command = "/" + command[1:]
+    return ALIASES.get(command, command), rest.strip()
 
 
 def build_demo_agent(agent: Agent) -> Agent:
     @agent.on_conversation
     async def welcome(conversation: Conversation) -> None:
+        say = await speech_for(conversation, wait=GREETING_WAIT)
         # A fixed id makes the greeting idempotent across restarts.
         await conversation.send_markdown(
-            "Hello! Type `/help` to see what I can do.",
-            envelope_id=f"welcome.{conversation.id}"[:128],
+            say("welcome"), envelope_id=f"welcome.{conversation.id}"[:128]
         )
 
     @agent.on_message(concurrent=True)
     async def answer(conversation: Conversation, message: MessageEnvelope) -> None:
-        text = message.payload.text.strip()
-        command, _, rest = text.partition(" ")
+        say = await speech_for(conversation)
+        command, rest = command_of(message.payload.text)
         reply_id = f"reply.{message.id}"[:128]
         reply: str | None
         try:
             if command == "/timer":
-                reply = await _timer(conversation, rest.strip(), f"{TIMER_PREFIX}{message.id}")
+                reply = await _timer(conversation, say, rest, f"{TIMER_PREFIX}{message.id}")
             else:
-                reply = await _command(conversation, command, rest.strip())
+                reply = await _command(conversation, say, command, rest)
         except Expired:
-            reply = "You did not answer in time, so I let that question go."
+            reply = say("error.expired")
         except Dismissed:
-            reply = "I withdrew that question."
+            reply = say("error.dismissed")
         except InteractionError as exc:
-            reply = f"That question could not be asked (`{exc.code}`)."
+            reply = say("error.interaction", code=exc.code)
         except CapabilityError as exc:
-            reply = f"That did not happen (`{exc.code}`)."
+            reply = say("error.capability", code=exc.code)
         except ToolCallError as exc:
-            reply = _tool_failure(exc)
+            reply = _tool_failure(say, exc)
         if reply is None:
-            echoed = message.payload.text[: MAX_TEXT_CHARS - 16]
-            reply = f"You said: {echoed}"
+            reply = say("echo", text=message.payload.text[: MAX_TEXT_CHARS - 16])
         await conversation.send_markdown(reply, reply_to=message.id, envelope_id=reply_id)
 
     @agent.on_event("lineup.v1.ui.event", concurrent=True)
     async def surface_event(conversation: Conversation, envelope: Envelope) -> None:
         if not isinstance(envelope, UiEventEnvelope):
             return
-        text = _event_reply(envelope)
+        text = _event_reply(await speech_for(conversation), envelope)
         if text is not None:
             await conversation.send_markdown(text, envelope_id=f"reply.{envelope.id}"[:128])
 
     return agent
 
 
-def _event_reply(envelope: UiEventEnvelope) -> str | None:
+def _event_reply(say: Say, envelope: UiEventEnvelope) -> str | None:
     """The reply to what the person did in a surface: the timer's ``done``, the
     Whiteboard's "Send to agent" (its ``snapshot``; Draw & Guess's snapshots carry
     a ``round_id`` and are read by the game itself)."""
@@ -111,19 +157,16 @@ def _event_reply(envelope: UiEventEnvelope) -> str | None:
     if event.event == "done" and event.instance_id.startswith(TIMER_PREFIX):
         minutes = _count(event.data.get("minutes"))
         if minutes:
-            return f"Focus session done — {minutes} minute{'' if minutes == 1 else 's'}."
-        return "Focus session done."
+            return say("timer.done", count=minutes)
+        return say("timer.done_plain")
     if event.event == "snapshot" and "round_id" not in event.data:
         strokes = event.data.get("strokes")
         total = _count(event.data.get("total"))
         if total is None:
             total = len(strokes) if isinstance(strokes, list) else 0
         if not total:
-            return "I got your Whiteboard, but it is empty. Draw something and send it again."
-        return (
-            f"I got {total} stroke{'' if total == 1 else 's'} from the Whiteboard. "
-            "Thanks: keep drawing, or use Export to save it as a file."
-        )
+            return say("whiteboard.empty")
+        return say("whiteboard.strokes", count=total)
     return None
 
 
@@ -131,67 +174,62 @@ def _count(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def _tool_failure(exc: ToolCallError) -> str:
+def _tool_failure(say: Say, exc: ToolCallError) -> str:
     if exc.code == ErrorCode.APP_INSTANCE_AMBIGUOUS:
-        return (
-            "More than one of those apps is open here, so I did not guess which one you "
-            "meant. Close the ones you do not need and ask again."
-        )
+        return say("error.ambiguous")
     if exc.code == ErrorCode.APP_INSTANCE_NOT_FOUND:
-        return "That app is not open any more, so I left it alone."
-    return f"The app could not do that (`{exc.code}`)."
+        return say("error.gone")
+    return say("error.tool", code=exc.code)
 
 
-async def _command(conversation: Conversation, command: str, rest: str) -> str | None:
+async def _command(conversation: Conversation, say: Say, command: str, rest: str) -> str | None:
     """The reply to a command, or ``None`` when the message is not one."""
     if command == "/help":
-        return HELP
+        return say("help")
     if command == "/notice":
         await conversation.notify(
-            rest or "Your weekly report is ready. Nothing needs your attention.",
-            title="Notice",
-            level="info",
+            rest or say("notice.default"), title=say("notice.title"), level="info"
         )
-        return "I showed you a notice."
+        return say("notice.done")
     if command == "/choose":
-        if rest == "many":
+        colours = {c: say(f"colour.{c}") for c in COLOURS}
+        if rest in MANY:
             picked = await conversation.ask_choice(
-                "Which colours should the dashboard use? Pick two or three.",
-                COLOURS,
+                say("choose.question_many"),
+                colours,
                 multiple=True,
                 min_selected=2,
                 max_selected=3,
                 expires_in=WAIT,
             )
-            return "You picked " + ", ".join(f"**{COLOURS[c]}**" for c in picked) + "."
-        colour = await conversation.ask_choice(
-            "Which colour should the dashboard use?", COLOURS, expires_in=WAIT
-        )
-        return f"You chose **{COLOURS[colour]}**."
+            listed = say("choose.separator").join(f"**{colours[c]}**" for c in picked)
+            return say("choose.picked", colours=listed)
+        colour = await conversation.ask_choice(say("choose.question"), colours, expires_in=WAIT)
+        return say("choose.chose", colour=colours[colour])
     if command == "/confirm":
         confirmed = await conversation.ask_confirm(
-            "Delete the scratch notes from last week? This cannot be undone.",
-            confirm_label="Delete",
-            cancel_label="Keep them",
+            say("confirm.question"),
+            confirm_label=say("confirm.delete"),
+            cancel_label=say("confirm.keep"),
             danger=True,
             expires_in=WAIT,
         )
-        return "Deleted (not really: this is a demo)." if confirmed else "I kept them."
+        return say("confirm.deleted") if confirmed else say("confirm.kept")
     if command == "/ask":
         name = await conversation.ask_input(
-            "What should I call you?",
-            placeholder="Your name",
+            say("ask.question"),
+            placeholder=say("ask.placeholder"),
             min_length=1,
             max_length=80,
             expires_in=WAIT,
         )
-        return f"Nice to meet you, {name.strip() or 'friend'}."
-    if (reply := await _capability(conversation, command, rest)) is not None:
+        return say("ask.greeting", name=name.strip() or say("ask.friend"))
+    if (reply := await _capability(conversation, say, command, rest)) is not None:
         return reply
-    return await _miniapp(conversation, command, rest)
+    return await _miniapp(conversation, say, command, rest)
 
 
-async def _timer(conversation: Conversation, rest: str, instance_id: str) -> str:
+async def _timer(conversation: Conversation, say: Say, rest: str, instance_id: str) -> str:
     """Show the Focus Timer's card, at the version the person installed. The app is
     delivered signed, so it is there only once the person installed it from Apps."""
     minutes = TIMER_MINUTES
@@ -200,7 +238,7 @@ async def _timer(conversation: Conversation, rest: str, instance_id: str) -> str
         digits = rest.isascii() and rest.isdigit() and len(rest) <= 3
         minutes = int(rest) if digits else 0
         if not 1 <= minutes <= MAX_TIMER_MINUTES:
-            return f"Say `/timer` or `/timer MINUTES` (1 to {MAX_TIMER_MINUTES})."
+            return say("timer.usage", max=MAX_TIMER_MINUTES)
     inventory = conversation.inventory
     if inventory is None:
         try:
@@ -217,55 +255,55 @@ async def _timer(conversation: Conversation, rest: str, instance_id: str) -> str
         None,
     )
     if app is None:
-        return (
-            "The Focus Timer is not installed here (or it is disabled). Open **Apps** in the "
-            "top bar, install **Focus Timer** (a signed sample app), then type `/timer` again."
-        )
+        return say("timer.missing")
     await conversation.open_surface(
         FOCUS_TIMER_ID,
         app.version,
         instance_id=instance_id[:128],
         surface=TIMER_SURFACE,
-        state={"minutes": minutes, "label": "Focus"},
-        name="Focus Timer",
+        state={"minutes": minutes, "label": say("timer.label")},
+        name=say("timer.name"),
     )
-    return f"Here is a {minutes}-minute Focus Timer. Press Start when you are ready."
+    return say("timer.ready", count=minutes)
 
 
-async def _capability(conversation: Conversation, command: str, rest: str) -> str | None:
+async def _capability(conversation: Conversation, say: Say, command: str, rest: str) -> str | None:
     """Host capabilities: the person decides in the shell's consent dialog."""
     if command == "/link":
         url = rest or "https://example.com/"
         await conversation.call_capability(
-            "app.open_url", {"url": url}, reason="You asked me to open this link.", expires_in=WAIT
+            "app.open_url", {"url": url}, reason=say("link.reason"), expires_in=WAIT
         )
-        return "I opened the link for you."
+        return say("link.done")
     if command == "/copy":
         await conversation.call_capability(
             "clipboard.write",
-            {"text": rest or "Hello from LineUp"},
-            reason="You asked me to copy this.",
+            {"text": rest or say("copy.default")},
+            reason=say("copy.reason"),
             expires_in=WAIT,
         )
-        return "It is on your clipboard."
+        return say("copy.done")
     if command == "/save":
         saved = await conversation.call_capability(
             "artifact.save",
-            {"name": "note.txt", "media_type": "text/plain", "text": rest or "A note from LineUp."},
-            reason="You asked me to save a note.",
+            {"name": "note.txt", "media_type": "text/plain", "text": rest or say("save.default")},
+            reason=say("save.reason"),
             expires_in=WAIT,
         )
-        return f"Saved **{saved['name']}** ({saved['size']} bytes); download it from the chat."
+        return say("save.done", name=saved["name"], size=saved["size"])
     if command == "/file":
         picked = await conversation.call_capability(
-            "device.pick_file", {}, reason="You asked to share a file with me.", expires_in=WAIT
+            "device.pick_file", {}, reason=say("file.reason"), expires_in=WAIT
         )
-        return f"Thanks: I got **{picked['name']}**, {picked['size']} bytes."
+        return say("file.done", name=picked["name"], size=picked["size"])
     if command == "/notify":
         await conversation.call_capability(
-            "notification.show", {"title": rest or "Hello"}, reason="You asked.", expires_in=WAIT
+            "notification.show",
+            {"title": rest or say("notify.default")},
+            reason=say("notify.reason"),
+            expires_in=WAIT,
         )
-        return "I showed you a notification."
+        return say("notify.done")
     return None
 
 
@@ -291,29 +329,28 @@ SUN = [
 """A sun, stroke by stroke: a circle and four rays."""
 
 
-async def _miniapp(conversation: Conversation, command: str, rest: str = "") -> str | None:
+async def _miniapp(
+    conversation: Conversation, say: Say, command: str, rest: str = ""
+) -> str | None:
     """The reference MiniApps, driven through their tools."""
     if command == "/tour":
-        return await _tour(conversation)
-    if command == "/game" and rest == "b":
-        return await _round_b(conversation)
+        return await _tour(conversation, say)
+    if command == "/game" and rest.lower() == "b":
+        return await _round_b(conversation, say)
     if command == "/dashboard":
         board = await conversation.open_app("task-dashboard.open")
-        for title in ("Read the report", "Book the meeting room", "Reply to Sam"):
-            await board.call("task-dashboard.add_task", {"title": title})
+        for task in ("report", "room", "reply"):
+            await board.call("task-dashboard.add_task", {"title": say(f"dashboard.task.{task}")})
         listed = await board.call("task-dashboard.list_tasks")
-        return (
-            f"I opened the Task Dashboard ({board.result['tasks']} tasks were there) and it now "
-            f"holds {len(listed['tasks'])}. Move them around: I can read the board."
-        )
+        return say("dashboard.done", before=board.result["tasks"], count=len(listed["tasks"]))
     if command == "/whiteboard":
-        return (await _whiteboard(conversation))[1]
+        return (await _whiteboard(conversation, say))[1]
     if command == "/game":
-        return await _round_a(conversation)
+        return await _round_a(conversation, say)
     return None
 
 
-async def _whiteboard(conversation: Conversation) -> tuple[AppInstance, str]:
+async def _whiteboard(conversation: Conversation, say: Say) -> tuple[AppInstance, str]:
     """Open a Whiteboard and draw on it; the board and the reply."""
     board = await conversation.open_app("whiteboard.open")
     strokes = [
@@ -323,21 +360,20 @@ async def _whiteboard(conversation: Conversation) -> tuple[AppInstance, str]:
             "points": [[80, 130]],
             "color": "#1d2330",
             "width": 2,
-            "text": "Hello from the agent",
+            "text": say("whiteboard.hello"),
         },
     ]
     added = await board.call("whiteboard.draw", {"strokes": strokes})
-    return board, (
-        f"I drew {added['added']} shapes on the Whiteboard. Draw with me, press Send to show "
-        "me your strokes, or use Export to save it as a file."
-    )
+    return board, say("whiteboard.done", count=added["added"])
 
 
-async def _round_a(conversation: Conversation) -> str:
+async def _round_a(conversation: Conversation, say: Say) -> str:
     """Round A: the demo agent draws a sun, the person guesses (the game waits for
     each guess; the other handlers keep answering meanwhile)."""
+    word = say("word.sun")
     game = await conversation.open_app(
-        "draw-guess.start_round_a", {"word_length": 3, "hint": "It is hot.", "seconds": 120}
+        "draw-guess.start_round_a",
+        {"word_length": len(word), "hint": say("game.hint"), "seconds": 120},
     )
     round_id = game.result["round_id"]
     for points in SUN:
@@ -346,23 +382,25 @@ async def _round_a(conversation: Conversation) -> str:
         guess = await game.call("draw-guess.next_guess", {"round_id": round_id})
         if guess.get("guess") is None:
             break  # the round ended (time ran out)
-        correct = str(guess["guess"]).strip().lower() == "sun"
+        correct = str(guess["guess"]).strip().lower() in SUN_WORDS | {word}
         await game.call(
             "draw-guess.judge",
-            {"round_id": round_id, "correct": correct, "hint": "Look up at noon."},
+            {"round_id": round_id, "correct": correct, "hint": say("game.hint_again")},
         )
         if correct:
-            return "You got it: a sun!"
-    await game.call("draw-guess.end_round", {"round_id": round_id, "word": "sun"})
-    return "It was a sun. Another round? Type `/game`."
+            return say("game.right")
+    await game.call("draw-guess.end_round", {"round_id": round_id, "word": word})
+    return say("game.reveal")
 
 
-async def _round_b(conversation: Conversation) -> str:
+async def _round_b(conversation: Conversation, say: Say) -> str:
     """Round B: the person draws, the demo agent looks at the strokes now and then
     and guesses with the small matcher (a real agent would use its own model)."""
     from lineup.miniapps.draw_guess_matcher import guess_word
 
-    game = await conversation.open_app("draw-guess.start_round_b", {"word": "sun", "seconds": 120})
+    game = await conversation.open_app(
+        "draw-guess.start_round_b", {"word": say("word.sun"), "seconds": 120}
+    )
     round_id = game.result["round_id"]
     tried: set[str] = set()
     for _ in range(60):
@@ -370,27 +408,28 @@ async def _round_b(conversation: Conversation) -> str:
         pulled = await game.call("draw-guess.strokes", {"round_id": round_id})
         if pulled.get("ended"):
             break
-        word = guess_word(pulled["strokes"])
-        if word is None or word in tried:
+        found = guess_word(pulled["strokes"])
+        if found is None or found in tried:
             continue
-        tried.add(word)
+        tried.add(found)
+        word = say(f"word.{found}")  # the matcher's words are English
         verdict = await game.call("draw-guess.guess", {"round_id": round_id, "guess": word})
         if verdict["correct"]:
-            return f"I guessed it: **{word}**!"
-    return "I could not guess that one. Another round? Type `/game b`."
+            return say("game.guessed", word=word)
+    return say("game.gave_up")
 
 
-async def _tour(conversation: Conversation) -> str:
+async def _tour(conversation: Conversation, say: Say) -> str:
     """Everything once: the dashboard through its tools, a question over it, the
     whiteboard and its export (the consent dialog), and a round of the game."""
-    await conversation.send_markdown("Welcome to the tour! First, your **Task Dashboard**.")
+    await conversation.send_markdown(say("tour.start"))
     board = await conversation.open_app("task-dashboard.open")
-    for title in ("Try the whiteboard", "Play a round of Draw & Guess"):
-        await board.call("task-dashboard.add_task", {"title": title})
+    for task in ("whiteboard", "game"):
+        await board.call("task-dashboard.add_task", {"title": say(f"tour.task.{task}")})
     keep = await conversation.ask_confirm(
-        "This question shows beside the app in front. Keep these tasks?",
-        confirm_label="Keep them",
-        cancel_label="Clear them",
+        say("tour.keep_question"),
+        confirm_label=say("tour.keep"),
+        cancel_label=say("tour.clear"),
         app_session_id=board.app_session_id,
         expires_in=WAIT,
     )
@@ -403,14 +442,14 @@ async def _tour(conversation: Conversation) -> str:
             if exc.code != ErrorCode.APP_INSTANCE_NOT_FOUND:
                 raise
             # Closed before the answer came: its tasks stay, and no other board's move.
-            await conversation.send_markdown("You closed that dashboard, so I left it alone.")
-    await conversation.send_markdown("Next, the **Whiteboard**: I draw, you may save it.")
-    whiteboard, _ = await _whiteboard(conversation)
+            await conversation.send_markdown(say("tour.closed"))
+    await conversation.send_markdown(say("tour.whiteboard"))
+    whiteboard, _ = await _whiteboard(conversation, say)
     try:
         saved = await whiteboard.call("whiteboard.export", {"format": "svg"})
-        await conversation.send_markdown(f"Saved **{saved['name']}** ({saved['size']} bytes).")
+        await conversation.send_markdown(say("tour.saved", name=saved["name"], size=saved["size"]))
     except ToolCallError as exc:
-        await conversation.send_markdown(f"No file this time (`{exc.code}`).")
-    await conversation.send_markdown("Last, **Draw & Guess**: guess what I draw.")
-    game = await _round_a(conversation)
-    return f"{game} That was the tour. `/help` lists everything."
+        await conversation.send_markdown(say("tour.no_file", code=exc.code))
+    await conversation.send_markdown(say("tour.game"))
+    game = await _round_a(conversation, say)
+    return say("tour.end", game=game)

@@ -63,6 +63,12 @@ TYPE_PATTERN = r"^lineup\.v1\.[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*\Z"
 MAX_TYPE_CHARS = 128
 """Longest envelope ``type``."""
 ERROR_CODE_PATTERN = r"^[a-z][a-z0-9_]{0,63}\Z"
+LOCALE_PATTERN = r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*\Z"
+"""A BCP 47 language tag (RFC 5646) in its usual shape: a primary language subtag,
+then subtags joined by ``-`` (``zh-CN``, ``en``, ``zh-Hans-CN``). Its fine grammar
+(which subtag may follow which) is the reader's business; this keeps the shape."""
+MAX_LOCALE_CHARS = 35
+"""Longest language tag: the length RFC 5646 §4.4.1 asks every implementation to keep."""
 
 Id = Annotated[str, msgspec.Meta(pattern=ID_PATTERN)]
 InstanceId = Annotated[str, msgspec.Meta(pattern=ID_PATTERN)]
@@ -78,6 +84,12 @@ SemVer = Annotated[
 ]
 Integrity = Annotated[str, msgspec.Meta(pattern=INTEGRITY_PATTERN)]
 ErrorCodeText = Annotated[str, msgspec.Meta(pattern=ERROR_CODE_PATTERN)]
+Locale = Annotated[
+    str,
+    msgspec.Meta(
+        pattern=LOCALE_PATTERN, max_length=MAX_LOCALE_CHARS, description="BCP 47 language tag"
+    ),
+]
 SurfaceId = Annotated[str, msgspec.Meta(pattern=SURFACE_ID_PATTERN)]
 ComponentId = Annotated[str, msgspec.Meta(pattern=COMPONENT_ID_PATTERN)]
 ComponentVersion = Annotated[str, msgspec.Meta(pattern=COMPONENT_VERSION_PATTERN)]

@@ -293,26 +293,21 @@ def inventory(
     *,
     applications: list[ApplicationRef] | None = None,
     revision: str | None = None,
+    locale: str | None = None,
 ) -> ClientInventory:
-    """The Runtime's inventory: the interactive tools, then ``extra_tools``, and the
-    enabled ``applications``. Without ``revision`` the revision is a digest of the
-    content, so it only changes when what is advertised changes; the Runtime's
-    registry passes its own monotonic revision (``inv-<n>``)."""
+    """The Runtime's inventory: the interactive tools, then ``extra_tools``, the
+    enabled ``applications`` and the person's ``locale``. Without ``revision`` the
+    revision is a digest of the content, so it only changes when what is advertised
+    changes; the Runtime's registry passes its own monotonic revision (``inv-<n>``)."""
     tools = interactive_tools() + list(extra_tools or [])
     apps = list(applications or [])
-    made = ClientInventory(revision="0", applications=apps, tools=tools)
+    made = ClientInventory(revision="0", applications=apps, tools=tools, locale=locale)
     if revision is None:
         revision = "inv-" + content_digest(made)[:20]
-    return ClientInventory(revision=revision, applications=apps, tools=tools)
+    return msgspec.structs.replace(made, revision=revision)
 
 
 def content_digest(inventory: ClientInventory) -> str:
     """SHA-256 of what ``inventory`` advertises (everything but its revision)."""
-    unrevisioned = ClientInventory(
-        revision="0",
-        standard_components=inventory.standard_components,
-        applications=inventory.applications,
-        capabilities=inventory.capabilities,
-        tools=inventory.tools,
-    )
+    unrevisioned = msgspec.structs.replace(inventory, revision="0")
     return hashlib.sha256(msgspec.json.encode(unrevisioned, order="deterministic")).hexdigest()

@@ -28,6 +28,7 @@ from .fields import (
     Integrity,
     JsonObject,
     Label,
+    Locale,
     Revision,
     SemVer,
     ShortText,
@@ -269,7 +270,8 @@ class ToolDescriptor(Payload, frozen=True):
 
 
 class ClientInventory(Payload, frozen=True):
-    """The Runtime's revisioned, minimal statement of what the agent may use."""
+    """The Runtime's revisioned, minimal statement of what the agent may use, and the
+    language the person reads."""
 
     revision: Revision
     standard_components: Annotated[list[ComponentRef], msgspec.Meta(max_length=MAX_LIST_ITEMS)] = (
@@ -284,6 +286,9 @@ class ClientInventory(Payload, frozen=True):
     tools: Annotated[list[ToolDescriptor], msgspec.Meta(max_length=MAX_LIST_ITEMS)] = msgspec.field(
         default_factory=list
     )
+    locale: Locale | None = None
+    """The person's language as a BCP 47 tag (``zh-CN``, ``en``): what they chose in
+    their client, else what it shows. An agent answers in it when it can."""
 
 
 class AppList(Payload, frozen=True):

@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from lineup import wire
+from lineup.i18n import DEFAULT
 from lineup.protocol import (
     ErrorCode,
     InteractionDismissEnvelope,
@@ -56,10 +57,11 @@ __all__ = ["DEFAULT_SCOPE", "HANDLERS", "INVENTORY", "Context", "apply_batch", "
 DEFAULT_SCOPE = "chat"
 """Interact's app scope (spec 002 §2.1 keeps the compatible name ``chat``)."""
 
-INVENTORY = build_inventory(revision=INITIAL_REVISION)
-"""What a fresh Runtime advertises to agents: the four standard interactions, under the
-first revision (``inv-1``). ``Runtime.inventory`` is the current one: the registry adds
-enabled apps and bumps the revision whenever the content changes."""
+INVENTORY = build_inventory(revision=INITIAL_REVISION, locale=DEFAULT)
+"""What a fresh Runtime advertises to agents: the four standard interactions and
+English (no language known yet), under the first revision (``inv-1``).
+``Runtime.inventory`` is the current one: the registry adds enabled apps and the
+person's language, and bumps the revision whenever the content changes."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -659,12 +659,14 @@ class Runtime:
         return await self.store.db.read(preferences.locale_choice)
 
     async def choose_locale(self, choice: str | None) -> None:
-        """Remember the person's language (``None``: as the browser says)."""
-        await self.store.db.write(preferences.set_locale_choice_txn, choice)
+        """Remember the person's language (``None``: as the browser says). The
+        inventory carries it: a change is a new revision for every conversation."""
+        await self.store.db.write(_choose_locale_txn, choice, self._stamp())
 
     async def locale_seen(self, locale: str) -> None:
-        """A tab of the person's showed itself in ``locale`` (one of ``LOCALES``)."""
-        await self.store.db.write(preferences.set_seen_locale_txn, locale)
+        """A tab of the person's showed itself in ``locale`` (one of ``LOCALES``); when
+        that changes the person's language, the inventory says so everywhere."""
+        await self.store.db.write(_locale_seen_txn, locale, self._stamp())
 
     async def person_locale(self) -> str:
         """The person's language: the one they chose, else the one their newest tab
@@ -676,6 +678,16 @@ class Runtime:
         """The Web Host's browser sessions and one-time login links, kept in this
         Runtime's store (the host holds the cookie, never the table)."""
         return HostSessions(self.store)
+
+
+def _choose_locale_txn(txn: RuntimeTxn, choice: str | None, now: str) -> None:
+    preferences.set_locale_choice_txn(txn, choice)
+    registry.refresh_inventory(txn, now)  # a new revision only if the language changed
+
+
+def _locale_seen_txn(txn: RuntimeTxn, locale: str, now: str) -> None:
+    if preferences.set_seen_locale_txn(txn, locale):
+        registry.refresh_inventory(txn, now)
 
 
 def _conversation_txn(

@@ -7,10 +7,11 @@ the same ``id`` + ``version`` again is idempotent; a different version replaces 
 one in use and the old one stays stored (for a later rollback).
 
 The inventory (``client.inventory``) is the four interactive tools plus every enabled
-app: its ``ApplicationRef`` and its tool descriptors. Its revision is **monotonic**:
-``inventory_state`` keeps a counter and the digest of the advertised content, and
-every transaction that can change the content (install, enable, disable, the Runtime
-opening with new software) recomputes the digest and bumps the counter when it
+app: its ``ApplicationRef`` and its tool descriptors; and the person's language. Its
+revision is **monotonic**: ``inventory_state`` keeps a counter and the digest of the
+advertised content, and every transaction that can change the content (install,
+enable, disable, a language chosen or seen, the Runtime opening with new software)
+recomputes the digest and bumps the counter when it
 differs. So the revision is ``inv-<n>`` and never goes back, even when the content
 does. The Runtime republishes the inventory to every conversation when it changes.
 
@@ -60,12 +61,13 @@ from lineup.formats.manifest import (
     tool_descriptors,
 )
 from lineup.formats.schemas import CompiledTool, compile_tool
+from lineup.i18n import DEFAULT
 from lineup.protocol import AppListEnvelope, ErrorCode
 from lineup.protocol import interactions as ix
 from lineup.protocol.fields import CAPABILITY_NAME_PATTERN, CAPABILITY_VERSION_PATTERN
 from lineup.protocol.payloads import AppList, CapabilityDescriptor, ClientInventory, ToolDescriptor
 
-from .. import interaction_store
+from .. import interaction_store, preferences
 from ..capabilities.declared import declared as host_declared
 from ..events import InventoryChanged, RuntimeEvent
 from ..records import OutboxItem
@@ -476,8 +478,8 @@ def _union(found: list[CapabilityDescriptor]) -> list[CapabilityDescriptor]:
 
 def build_inventory(conn: Sql, revision: str | None = None) -> ClientInventory:
     """The content to advertise now (under ``revision``; a digest when ``None``): the
-    enabled apps, their tools whose permissions are all granted, and the granted
-    capabilities they declare."""
+    enabled apps, their tools whose permissions are all granted, the granted
+    capabilities they declare, and the person's language (``person_locale``)."""
     applications = []
     tools: list[ToolDescriptor] = []
     capabilities: list[CapabilityDescriptor] = []
@@ -490,16 +492,11 @@ def build_inventory(conn: Sql, revision: str | None = None) -> ClientInventory:
         tools.extend(t for t in tool_descriptors(manifest) if _allowed(t, grants))
         capabilities.extend(grants[n] for n in manifest.permissions if n in grants)
     capabilities.extend(c.descriptor for c in host_declared(conn).values())
-    made = ix.inventory(tools, applications=applications, revision=revision)
+    locale = preferences.person_locale(conn)
+    made = ix.inventory(tools, applications=applications, revision=revision, locale=locale)
     if not capabilities:
         return made
-    content = ClientInventory(
-        revision=made.revision,
-        standard_components=made.standard_components,
-        applications=made.applications,
-        capabilities=_union(capabilities),
-        tools=made.tools,
-    )
+    content = msgspec.structs.replace(made, capabilities=_union(capabilities))
     if revision is None:  # the digest must cover the capabilities too
         return _with_revision(content, "inv-" + ix.content_digest(content)[:20])
     return content
@@ -603,8 +600,8 @@ def refresh_inventory(txn: RuntimeTxn, now: str) -> tuple[ClientInventory, bool]
     content = build_inventory(txn)
     digest = ix.content_digest(content)
     row = txn.execute("SELECT counter, digest FROM inventory_state WHERE id = 1").fetchone()
-    if row is None:  # revision 1 is the content of a store without apps
-        changed = digest != ix.content_digest(ix.inventory())
+    if row is None:  # revision 1 is the content of a store without apps nor language
+        changed = digest != ix.content_digest(ix.inventory(locale=DEFAULT))
         counter = 2 if changed else 1
         txn.execute(
             "INSERT INTO inventory_state (id, counter, digest, updated_at) VALUES (1, ?, ?, ?)",
@@ -645,13 +642,7 @@ def publish_to(txn: RuntimeTxn, conversation_id: str, inventory: ClientInventory
 
 
 def _with_revision(content: ClientInventory, value: str) -> ClientInventory:
-    return ClientInventory(
-        revision=value,
-        standard_components=content.standard_components,
-        applications=content.applications,
-        capabilities=content.capabilities,
-        tools=content.tools,
-    )
+    return msgspec.structs.replace(content, revision=value)
 
 
 # --- the async face ------------------------------------------------------------------------
@@ -671,7 +662,9 @@ class AppRegistry:
     ) -> None:
         self._store = store
         self._clock = clock or (lambda: datetime.now(UTC))
-        self.inventory: ClientInventory = initial or ix.inventory(revision=INITIAL_REVISION)
+        self.inventory: ClientInventory = initial or ix.inventory(
+            revision=INITIAL_REVISION, locale=DEFAULT
+        )
         """The inventory advertised now (the last one committed)."""
         store.listen(emit=self._adopt)
 
