@@ -13,15 +13,25 @@ from lineup.i18n import LOCALES, Catalogues, negotiate, parse_accept_language, p
 
 ROOT = Path(__file__).resolve().parents[1] / "src" / "lineup"
 SHELL = ROOT / "host" / "static"
-CATALOGUES = [ROOT / "locales"]
-"""Every catalogue folder; the MiniApps' own are found below."""
-CATALOGUES += sorted(p.parent for p in (ROOT / "miniapps").glob("**/locales/en.json"))
+MINIAPPS = ROOT / "miniapps"
+_STRINGS = re.compile(r'<script type="application/json" id="strings">(.*?)</script>', re.S)
+BUNDLE_PAGES = sorted(p for p in MINIAPPS.glob("**/*.html") if _STRINGS.search(p.read_text("utf-8")))
+"""The MiniApps' surfaces that carry their own catalogues: a surface can load nothing
+but its HTML, CSS and JS, so the strings travel in the HTML as one JSON object,
+``{"en": {...}, "zh-CN": {...}}`` (docs/miniapps.md, "Speaking the person's language")."""
+CATALOGUES = [ROOT / "locales", *BUNDLE_PAGES]
+"""Every catalogue: the shell's folder, and each MiniApp surface's strings."""
 
 _PLURAL = re.compile(r"_(zero|one|two|few|many|other)$")
 
 
-def _load(folder: Path, locale: str) -> dict[str, str]:
-    data = json.loads((folder / f"{locale}.json").read_text("utf-8"))
+def _load(source: Path, locale: str) -> dict[str, str]:
+    if source.suffix == ".html":
+        found = _STRINGS.search(source.read_text("utf-8"))
+        assert found is not None, source
+        data = json.loads(found[1])[locale]
+    else:
+        data = json.loads((source / f"{locale}.json").read_text("utf-8"))
     assert isinstance(data, dict)
     return data
 
@@ -32,6 +42,9 @@ def _base(key: str) -> str:
 
 @pytest.mark.parametrize("folder", CATALOGUES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_key_is_in_both_languages_with_the_same_placeholders(folder: Path) -> None:
+    if folder.suffix == ".html":  # a MiniApp's: exactly the two languages LineUp has
+        found = _STRINGS.search(folder.read_text("utf-8"))
+        assert found is not None and sorted(json.loads(found[1])) == sorted(LOCALES)
     catalogues = {locale: _load(folder, locale) for locale in LOCALES}
     for locale, strings in catalogues.items():
         assert all(isinstance(v, str) and v.strip() for v in strings.values()), locale
@@ -125,6 +138,52 @@ def test_the_shell_hard_codes_no_string_a_person_reads(source: Path) -> None:
             words = re.sub(r"\$\{[^}]*\}", " ", literal).strip(" ·:")
             if _PROSE.search(words):
                 found.append(f"{source.name}:{line_no}: {literal}")
+    assert not found, "\n".join(found)
+
+
+def _bundle_script(page: Path) -> Path:
+    return page.with_suffix(".js")
+
+
+_DATA_I18N = re.compile(r'data-i18n(?:-[a-z-]+)?="([^"]+)"')
+
+
+@pytest.mark.parametrize("page", BUNDLE_PAGES, ids=lambda p: str(p.relative_to(MINIAPPS)))
+def test_every_key_a_miniapp_asks_for_is_in_its_catalogue(page: Path) -> None:
+    bases = {_base(k) for k in _load(page, "en")}
+    script = _bundle_script(page).read_text("utf-8")
+    asked = [m[2] for m in _T_CALL.finditer(script)]
+    asked += _DATA_I18N.findall(page.read_text("utf-8"))
+    # Keys built in code: t(`column.${id}`), dataset.i18nAriaLabel = `colour.${name}`.
+    prefixes = [m.split("${", 1)[0] for m in re.findall(r"`([a-z_]+\.\$\{[^`]*)`", script)]
+    assert asked and prefixes is not None
+    assert sorted(k for k in asked if k not in bases) == []
+    for prefix in prefixes:
+        assert any(b.startswith(prefix) for b in bases), prefix
+
+
+@pytest.mark.parametrize("page", BUNDLE_PAGES, ids=lambda p: str(p.relative_to(MINIAPPS)))
+def test_a_miniapp_hard_codes_no_string_a_person_reads(page: Path) -> None:
+    script = _bundle_script(page)
+    found = []
+    for line_no, line in enumerate(_comment_free(script.read_text("utf-8")).splitlines(), 1):
+        if "console." in line or "new BoardError(" in line or "refus" in line:
+            continue  # for developers, and the agent's tool errors: in English
+        for match in _LITERAL.finditer(line):
+            literal = match[2]
+            words = re.sub(r"\$\{[^}]*\}", " ", literal).strip(" ·:")
+            if literal not in _NOT_PROSE and _PROSE.search(words):
+                found.append(f"{script.name}:{line_no}: {literal}")
+    # The page: every text and attribute a person reads is marked for translation (key
+    # caps excepted: Shift is Shift on a Chinese keyboard too).
+    body = re.sub(r"<script.*?</script>|<svg.*?</svg>", "", page.read_text("utf-8"), flags=re.S)
+    for element in re.finditer(r"<([a-z0-9]+)([^>]*)>([^<]*)", body):
+        tag, attributes, text = element.groups()
+        if re.search(r"[A-Za-z]{2}", text) and "data-i18n=" not in attributes and tag != "kbd":
+            found.append(f"{page.name}: <{tag}> {text.strip()}")
+        for name in ("aria-label", "placeholder", "title", "alt"):
+            if f' {name}="' in attributes and f"data-i18n-{name}=" not in attributes:
+                found.append(f"{page.name}: <{tag}> {name}")
     assert not found, "\n".join(found)
 
 

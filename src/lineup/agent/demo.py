@@ -336,6 +336,8 @@ async def _whiteboard(conversation: Conversation) -> tuple[AppInstance, str]:
 async def _round_a(conversation: Conversation) -> str:
     """Round A: the demo agent draws a sun, the person guesses (the game waits for
     each guess; the other handlers keep answering meanwhile)."""
+    from lineup.miniapps.draw_guess_matcher import same_word
+
     game = await conversation.open_app(
         "draw-guess.start_round_a", {"word_length": 3, "hint": "It is hot.", "seconds": 120}
     )
@@ -346,7 +348,7 @@ async def _round_a(conversation: Conversation) -> str:
         guess = await game.call("draw-guess.next_guess", {"round_id": round_id})
         if guess.get("guess") is None:
             break  # the round ended (time ran out)
-        correct = str(guess["guess"]).strip().lower() == "sun"
+        correct = same_word(str(guess["guess"]), "sun")  # "sun", "Sun", "太阳"...
         await game.call(
             "draw-guess.judge",
             {"round_id": round_id, "correct": correct, "hint": "Look up at noon."},
