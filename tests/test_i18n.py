@@ -15,7 +15,9 @@ ROOT = Path(__file__).resolve().parents[1] / "src" / "lineup"
 SHELL = ROOT / "host" / "static"
 MINIAPPS = ROOT / "miniapps"
 _STRINGS = re.compile(r'<script type="application/json" id="strings">(.*?)</script>', re.S)
-BUNDLE_PAGES = sorted(p for p in MINIAPPS.glob("**/*.html") if _STRINGS.search(p.read_text("utf-8")))
+BUNDLE_PAGES = sorted(
+    p for p in MINIAPPS.glob("**/*.html") if _STRINGS.search(p.read_text("utf-8"))
+)
 """The MiniApps' surfaces that carry their own catalogues: a surface can load nothing
 but its HTML, CSS and JS, so the strings travel in the HTML as one JSON object,
 ``{"en": {...}, "zh-CN": {...}}`` (docs/miniapps.md, "Speaking the person's language")."""
@@ -229,3 +231,32 @@ def test_text_fills_placeholders_and_plural_forms(tmp_path: Path) -> None:
     assert catalogues.text("zh-CN", "rows", count=1) == "1 条新消息"
     assert catalogues.text("fr", "rows", count=2) == "2 new messages"  # not shipped: English
     assert catalogues.text("zh-CN", "nothing") == "nothing"
+
+
+# --- docs/miniapps.md, "Speaking the person's language", cannot drift ----------------------
+
+DOC = ROOT.parents[1] / "docs" / "miniapps.md"
+
+
+def _doc_blocks(kind: str) -> list[str]:
+    text = DOC.read_text("utf-8")
+    section = text.split("## Speaking the person's language", 1)[1].split("\n## ", 1)[0]
+    return re.findall(rf"^```{kind}\n(.*?)^```$", section, re.M | re.S)
+
+
+def test_the_documented_catalogues_decode_and_agree(tmp_path: Path) -> None:
+    [html] = _doc_blocks("html")
+    page = tmp_path / "index.html"
+    page.write_text(html, "utf-8")
+    test_every_key_is_in_both_languages_with_the_same_placeholders(page)
+    bases = {_base(k) for k in _load(page, "en")}
+    assert set(_DATA_I18N.findall(html)) <= bases
+
+
+@pytest.mark.parametrize("page", BUNDLE_PAGES, ids=lambda p: str(p.relative_to(MINIAPPS)))
+def test_every_miniapp_carries_the_documented_loader(page: Path) -> None:
+    loader, ime = _doc_blocks("js")
+    script = _bundle_script(page).read_text("utf-8")
+    assert loader in script
+    if "<input" in page.read_text("utf-8"):  # a text field: Enter is IME-safe
+        assert ime.split("\ninput.addEventListener", 1)[0] in script

@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001 (the Chinese strings have full-width punctuation)
 """The demo agent's sketch matcher names simple drawings from their stroke features,
 whatever their size, position and point density, and says ``None`` when unsure."""
 
@@ -175,7 +176,7 @@ def test_every_word_has_a_name_in_each_language() -> None:
 
 @pytest.mark.parametrize(
     "guess",
-    ["sun", " Sun ", "SUN!", "the sun", "Ｓｕｎ", "太阳", "太阳！", "“太阳”", " 太 阳 ", "太陽", "日"],
+    ["sun", " Sun ", "SUN!", "the sun", "Ｓｕｎ", "太阳", "太阳！", "“太阳”", " 太 阳 ", "太陽"],
 )
 def test_a_guess_names_the_word_in_either_language(guess: str) -> None:
     assert same_word(guess, "sun")

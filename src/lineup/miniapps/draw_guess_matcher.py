@@ -113,11 +113,16 @@ def word_name(word: str, locale: str) -> str:
     return found[0] if found else word
 
 
+_MARKS = " \t\"'.!?,~\u3001\u3002\u300c\u300d\u300e\u300f\u2018\u2019\u201c\u201d"
+"""What a guess may start or end with besides the word: spaces, ASCII punctuation (NFKC
+makes the full-width ones ASCII), the ideographic comma and full stop, corner brackets
+and curly quotes."""
+
+
 def _folded(text: str) -> str:
     """A guess as compared: NFKC (full-width letters become ASCII), case folded, without
     spaces, quotes and end punctuation in either script, and without a leading article."""
-    folded = unicodedata.normalize("NFKC", text).casefold().strip()
-    folded = folded.strip(" \t\"'“”‘’「」『』.。!！?？,，、~～")
+    folded = unicodedata.normalize("NFKC", text).casefold().strip().strip(_MARKS)
     for article in ("a ", "an ", "the "):
         folded = folded.removeprefix(article)
     return "".join(folded.split())

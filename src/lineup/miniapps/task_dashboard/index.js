@@ -18,7 +18,7 @@ const encoder = new TextEncoder();
 // element of type application/json, id "strings": {"en": {...}, "zh-CN": {...}}, each
 // an i18next JSON v4 catalogue: flat keys, {{placeholders}}, plurals as key_one /
 // key_other): a surface can load nothing else. The language is the person's: <html lang> (the host
-// sets it) at once, LineUpApp.context().locale when it answers. Numbers and dates go
+// sets it) at once, the SDK's context().locale when it answers. Numbers and dates go
 // through Intl in that language.
 const STRINGS = JSON.parse(document.getElementById("strings").textContent);
 let locale = "en";

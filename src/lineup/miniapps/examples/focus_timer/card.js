@@ -3,7 +3,7 @@
 // ({minutes, label}); the person's Start is sent up as the "started" event and the
 // end of a session as "done" ({minutes}). Nothing is stored: a reload starts over.
 // The countdown runs from a deadline on the monotonic clock, so a throttled
-// background frame never drifts; it only redraws late. A card gets no LineUpApp
+// background frame never drifts; it only redraws late. A card has no MiniApp SDK
 // context: its language is <html lang>, which the host sets to the person's.
 "use strict";
 
@@ -16,7 +16,7 @@ const TICK_MS = 250;
 // element of type application/json, id "strings": {"en": {...}, "zh-CN": {...}}, each
 // an i18next JSON v4 catalogue: flat keys, {{placeholders}}, plurals as key_one /
 // key_other): a surface can load nothing else. The language is the person's: <html lang> (the host
-// sets it) at once, LineUpApp.context().locale when it answers. Numbers and dates go
+// sets it) at once, the SDK's context().locale when it answers. Numbers and dates go
 // through Intl in that language.
 const STRINGS = JSON.parse(document.getElementById("strings").textContent);
 let locale = "en";
@@ -109,19 +109,26 @@ function clock(ms) {
   return hours > 0 ? `${hours}:${String(minutes).padStart(2, "0")}:${seconds}` : `${minutes}:${seconds}`;
 }
 
-function minutesText(n) {
-  return t("timer.minutes", { count: n });
+// "4 minutes, 5 seconds" / "4分钟5秒": Intl.DurationFormat where the browser has it,
+// else the catalogue's units joined as the language joins a list of units.
+function duration(minutes, seconds) {
+  const parts = { ...(minutes ? { minutes } : {}), ...(seconds || !minutes ? { seconds } : {}) };
+  if (typeof Intl.DurationFormat === "function") {
+    return new Intl.DurationFormat(locale, { style: "long" }).format(parts);
+  }
+  const words = [];
+  if ("minutes" in parts) words.push(t("timer.minutes", { count: minutes }));
+  if ("seconds" in parts) words.push(t("timer.seconds", { count: seconds }));
+  return new Intl.ListFormat(locale, { type: "unit", style: "long" }).format(words);
 }
 
-// "4 minutes 5 seconds" / "4 分钟 5 秒", joined as the language joins units.
+function minutesText(n) {
+  return duration(n, 0);
+}
+
 function spoken(ms) {
   const total = Math.ceil(ms / 1000);
-  const minutes = Math.floor(total / 60);
-  const seconds = total % 60;
-  const parts = [];
-  if (minutes) parts.push(minutesText(minutes));
-  if (seconds || !minutes) parts.push(t("timer.seconds", { count: seconds }));
-  return new Intl.ListFormat(locale, { type: "unit", style: "narrow" }).format(parts);
+  return duration(Math.floor(total / 60), total % 60);
 }
 
 function announce(text) {
