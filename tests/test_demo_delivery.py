@@ -42,7 +42,7 @@ from tests.runtime.test_runtime import running as runtime_running
 from tests.support.appserver import AppServerProcess, free_port
 from tests.support.demo_process import running_demo
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 BANNER_LINE = "A signed sample app (Focus Timer) is in the catalog: open Apps to install it."
 
 

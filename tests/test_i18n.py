@@ -13,16 +13,28 @@ from lineup.i18n import LOCALES, Catalogues, negotiate, parse_accept_language, p
 
 ROOT = Path(__file__).resolve().parents[1] / "src" / "lineup"
 SHELL = ROOT / "host" / "static"
-CATALOGUES = [ROOT / "locales", ROOT / "agent" / "demo_locales"]
-"""Every catalogue folder (the client's, the demo agent's); the MiniApps' own are found
-below."""
-CATALOGUES += sorted(p.parent for p in (ROOT / "miniapps").glob("**/locales/en.json"))
+MINIAPPS = ROOT / "miniapps"
+_STRINGS = re.compile(r'<script type="application/json" id="strings">(.*?)</script>', re.S)
+BUNDLE_PAGES = sorted(
+    p for p in MINIAPPS.glob("**/*.html") if _STRINGS.search(p.read_text("utf-8"))
+)
+"""The MiniApps' surfaces that carry their own catalogues: a surface can load nothing
+but its HTML, CSS and JS, so the strings travel in the HTML as one JSON object,
+``{"en": {...}, "zh-CN": {...}}`` (docs/miniapps.md, "Speaking the person's language")."""
+CATALOGUES = [ROOT / "locales", ROOT / "agent" / "demo_locales", *BUNDLE_PAGES]
+"""Every catalogue: the client's folder, the demo agent's, and each MiniApp surface's
+strings."""
 
 _PLURAL = re.compile(r"_(zero|one|two|few|many|other)$")
 
 
-def _load(folder: Path, locale: str) -> dict[str, str]:
-    data = json.loads((folder / f"{locale}.json").read_text("utf-8"))
+def _load(source: Path, locale: str) -> dict[str, str]:
+    if source.suffix == ".html":
+        found = _STRINGS.search(source.read_text("utf-8"))
+        assert found is not None, source
+        data = json.loads(found[1])[locale]
+    else:
+        data = json.loads((source / f"{locale}.json").read_text("utf-8"))
     assert isinstance(data, dict)
     return data
 
@@ -33,6 +45,9 @@ def _base(key: str) -> str:
 
 @pytest.mark.parametrize("folder", CATALOGUES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_key_is_in_both_languages_with_the_same_placeholders(folder: Path) -> None:
+    if folder.suffix == ".html":  # a MiniApp's: exactly the two languages LineUp has
+        found = _STRINGS.search(folder.read_text("utf-8"))
+        assert found is not None and sorted(json.loads(found[1])) == sorted(LOCALES)
     catalogues = {locale: _load(folder, locale) for locale in LOCALES}
     for locale, strings in catalogues.items():
         assert all(isinstance(v, str) and v.strip() for v in strings.values()), locale
@@ -129,6 +144,52 @@ def test_the_shell_hard_codes_no_string_a_person_reads(source: Path) -> None:
     assert not found, "\n".join(found)
 
 
+def _bundle_script(page: Path) -> Path:
+    return page.with_suffix(".js")
+
+
+_DATA_I18N = re.compile(r'data-i18n(?:-[a-z-]+)?="([^"]+)"')
+
+
+@pytest.mark.parametrize("page", BUNDLE_PAGES, ids=lambda p: str(p.relative_to(MINIAPPS)))
+def test_every_key_a_miniapp_asks_for_is_in_its_catalogue(page: Path) -> None:
+    bases = {_base(k) for k in _load(page, "en")}
+    script = _bundle_script(page).read_text("utf-8")
+    asked = [m[2] for m in _T_CALL.finditer(script)]
+    asked += _DATA_I18N.findall(page.read_text("utf-8"))
+    # Keys built in code: t(`column.${id}`), dataset.i18nAriaLabel = `colour.${name}`.
+    prefixes = [m.split("${", 1)[0] for m in re.findall(r"`([a-z_]+\.\$\{[^`]*)`", script)]
+    assert asked and prefixes is not None
+    assert sorted(k for k in asked if k not in bases) == []
+    for prefix in prefixes:
+        assert any(b.startswith(prefix) for b in bases), prefix
+
+
+@pytest.mark.parametrize("page", BUNDLE_PAGES, ids=lambda p: str(p.relative_to(MINIAPPS)))
+def test_a_miniapp_hard_codes_no_string_a_person_reads(page: Path) -> None:
+    script = _bundle_script(page)
+    found = []
+    for line_no, line in enumerate(_comment_free(script.read_text("utf-8")).splitlines(), 1):
+        if "console." in line or "new BoardError(" in line or "refus" in line:
+            continue  # for developers, and the agent's tool errors: in English
+        for match in _LITERAL.finditer(line):
+            literal = match[2]
+            words = re.sub(r"\$\{[^}]*\}", " ", literal).strip(" ·:")
+            if literal not in _NOT_PROSE and _PROSE.search(words):
+                found.append(f"{script.name}:{line_no}: {literal}")
+    # The page: every text and attribute a person reads is marked for translation (key
+    # caps excepted: Shift is Shift on a Chinese keyboard too).
+    body = re.sub(r"<script.*?</script>|<svg.*?</svg>", "", page.read_text("utf-8"), flags=re.S)
+    for element in re.finditer(r"<([a-z0-9]+)([^>]*)>([^<]*)", body):
+        tag, attributes, text = element.groups()
+        if re.search(r"[A-Za-z]{2}", text) and "data-i18n=" not in attributes and tag != "kbd":
+            found.append(f"{page.name}: <{tag}> {text.strip()}")
+        for name in ("aria-label", "placeholder", "title", "alt"):
+            if f' {name}="' in attributes and f"data-i18n-{name}=" not in attributes:
+                found.append(f"{page.name}: <{tag}> {name}")
+    assert not found, "\n".join(found)
+
+
 def test_the_page_text_of_the_shell_is_all_in_the_catalogue() -> None:
     page = (SHELL / "index.html").read_text("utf-8")
     body = re.sub(r"<script.*?</script>", "", page, flags=re.S)
@@ -171,3 +232,32 @@ def test_text_fills_placeholders_and_plural_forms(tmp_path: Path) -> None:
     assert catalogues.text("zh-CN", "rows", count=1) == "1 条新消息"
     assert catalogues.text("fr", "rows", count=2) == "2 new messages"  # not shipped: English
     assert catalogues.text("zh-CN", "nothing") == "nothing"
+
+
+# --- docs/miniapps.md, "Speaking the person's language", cannot drift ----------------------
+
+DOC = ROOT.parents[1] / "docs" / "miniapps.md"
+
+
+def _doc_blocks(kind: str) -> list[str]:
+    text = DOC.read_text("utf-8")
+    section = text.split("## Speaking the person's language", 1)[1].split("\n## ", 1)[0]
+    return re.findall(rf"^```{kind}\n(.*?)^```$", section, re.M | re.S)
+
+
+def test_the_documented_catalogues_decode_and_agree(tmp_path: Path) -> None:
+    [html] = _doc_blocks("html")
+    page = tmp_path / "index.html"
+    page.write_text(html, "utf-8")
+    test_every_key_is_in_both_languages_with_the_same_placeholders(page)
+    bases = {_base(k) for k in _load(page, "en")}
+    assert set(_DATA_I18N.findall(html)) <= bases
+
+
+@pytest.mark.parametrize("page", BUNDLE_PAGES, ids=lambda p: str(p.relative_to(MINIAPPS)))
+def test_every_miniapp_carries_the_documented_loader(page: Path) -> None:
+    loader, ime = _doc_blocks("js")
+    script = _bundle_script(page).read_text("utf-8")
+    assert loader in script
+    if "<input" in page.read_text("utf-8"):  # a text field: Enter is IME-safe
+        assert ime.split("\ninput.addEventListener", 1)[0] in script

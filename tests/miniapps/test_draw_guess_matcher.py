@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001 (the Chinese strings have full-width punctuation)
 """The demo agent's sketch matcher names simple drawings from their stroke features,
 whatever their size, position and point density, and says ``None`` when unsure."""
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from lineup.miniapps.draw_guess_matcher import WORDS, guess_word
+from lineup.miniapps.draw_guess_matcher import NAMES, WORDS, guess_word, same_word, word_name
 
 Stroke = dict[str, Any]
 
@@ -162,3 +163,31 @@ def test_rays_that_point_inwards_are_not_a_sun() -> None:
         for a in (0, 1.5, 3, 4.5)
     ]
     assert guess_word([disc, *spokes]) != "sun"
+
+
+def test_every_word_has_a_name_in_each_language() -> None:
+    assert set(NAMES) == set(WORDS)
+    assert [word_name(w, "zh-CN") for w in WORDS] == ["太阳", "星星", "房子", "树", "鱼"]
+    assert [word_name(w, "en-GB") for w in WORDS] == list(WORDS)
+    assert word_name("sun", "zh-Hans-CN") == "太阳"
+    assert word_name("sun", "fr") == "sun"
+    assert word_name("kite", "zh-CN") == "kite"  # not one of ours: as the agent said it
+
+
+@pytest.mark.parametrize(
+    "guess",
+    ["sun", " Sun ", "SUN!", "the sun", "Ｓｕｎ", "太阳", "太阳！", "“太阳”", " 太 阳 ", "太陽"],
+)
+def test_a_guess_names_the_word_in_either_language(guess: str) -> None:
+    assert same_word(guess, "sun")
+
+
+@pytest.mark.parametrize("guess", ["star", "星星", "太", "sunny", "", "？"])
+def test_other_guesses_do_not(guess: str) -> None:
+    assert not same_word(guess, "sun")
+
+
+def test_a_word_not_in_the_list_is_compared_as_text() -> None:
+    assert same_word(" Kite。", "kite")
+    assert same_word("风筝", "风筝")
+    assert not same_word("kite", "风筝")

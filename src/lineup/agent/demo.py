@@ -370,6 +370,8 @@ async def _whiteboard(conversation: Conversation, say: Say) -> tuple[AppInstance
 async def _round_a(conversation: Conversation, say: Say) -> str:
     """Round A: the demo agent draws a sun, the person guesses (the game waits for
     each guess; the other handlers keep answering meanwhile)."""
+    from lineup.miniapps.draw_guess_matcher import same_word
+
     word = say("word.sun")
     game = await conversation.open_app(
         "draw-guess.start_round_a",
@@ -382,7 +384,8 @@ async def _round_a(conversation: Conversation, say: Say) -> str:
         guess = await game.call("draw-guess.next_guess", {"round_id": round_id})
         if guess.get("guess") is None:
             break  # the round ended (time ran out)
-        correct = str(guess["guess"]).strip().lower() in SUN_WORDS | {word}
+        said = str(guess["guess"])
+        correct = same_word(said, "sun") or said.strip().lower() in SUN_WORDS | {word}
         await game.call(
             "draw-guess.judge",
             {"round_id": round_id, "correct": correct, "hint": say("game.hint_again")},

@@ -72,7 +72,9 @@ class AppSurfaces:
             js=source.js,
         )
         try:
-            mount = self.origin.mount(instance_id, document, app=True)
+            mount = self.origin.mount(
+                instance_id, document, app=True, lang=await self.runtime.person_locale()
+            )
         except SurfaceRejected as rejected:
             return channel.Mounted(instance_id=instance_id, outcome=str(rejected.code))
         self._instance_of[mount.mount_id] = instance_id
@@ -129,7 +131,9 @@ class AppSurfaces:
             js=js,
         )
         try:
-            mount = self.origin.mount(instance_id, document)
+            mount = self.origin.mount(
+                instance_id, document, lang=await self.runtime.person_locale()
+            )
         except SurfaceRejected as rejected:
             return answer(str(rejected.code))
         self._ui[mount.mount_id] = (conversation_id, instance_id, record.open_envelope_id)

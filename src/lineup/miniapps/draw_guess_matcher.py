@@ -8,20 +8,37 @@ color?, width?}]``, screen coordinates with y growing downwards) and names one o
 corners, straight lines pointing away from a loop, and where the parts sit relative
 to each other. It is a toy on purpose (no model, no dependencies): good enough to
 show the round trip, and honest about not knowing (``None``).
+
+The game speaks the person's language, so the words have names in each language the
+shell has (``word_name``), and a guess counts in any of them: ``same_word("太阳",
+"sun")`` (round A, where the person types the guess, Chinese through an input method).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["WORDS", "guess_word"]
+from lineup.i18n import canonical
+
+__all__ = ["NAMES", "WORDS", "guess_word", "same_word", "word_name"]
 
 WORDS = ("sun", "star", "house", "tree", "fish")
 """What the matcher can recognise, in the order it tries them."""
+
+NAMES: Mapping[str, Mapping[str, tuple[str, ...]]] = {
+    "sun": {"en": ("sun",), "zh-CN": ("太阳", "日", "太陽")},
+    "star": {"en": ("star",), "zh-CN": ("星星", "星", "五角星")},
+    "house": {"en": ("house", "home"), "zh-CN": ("房子", "房屋", "家", "屋子")},
+    "tree": {"en": ("tree",), "zh-CN": ("树", "树木", "樹")},
+    "fish": {"en": ("fish",), "zh-CN": ("鱼", "魚", "小鱼")},
+}
+"""Each word's names by language, the usual one first (then accepted variants: the
+traditional characters a Chinese input method may give, a shorter word)."""
 
 Point = tuple[float, float]
 
@@ -87,6 +104,37 @@ class _Shape:
         if self.closed and len(simple) > 1 and math.dist(simple[0], simple[-1]) < 0.2 * self.size:
             simple = simple[:-1]
         return len(simple)
+
+
+def word_name(word: str, locale: str) -> str:
+    """What ``word`` (one of ``WORDS``) is called in ``locale`` (``"en"``,
+    ``"zh-CN"``); the word itself for a language or word not listed."""
+    found = NAMES.get(word, {}).get(canonical(locale) or "")
+    return found[0] if found else word
+
+
+_MARKS = " \t\"'.!?,~\u3001\u3002\u300c\u300d\u300e\u300f\u2018\u2019\u201c\u201d"
+"""What a guess may start or end with besides the word: spaces, ASCII punctuation (NFKC
+makes the full-width ones ASCII), the ideographic comma and full stop, corner brackets
+and curly quotes."""
+
+
+def _folded(text: str) -> str:
+    """A guess as compared: NFKC (full-width letters become ASCII), case folded, without
+    spaces, quotes and end punctuation in either script, and without a leading article."""
+    folded = unicodedata.normalize("NFKC", text).casefold().strip().strip(_MARKS)
+    for article in ("a ", "an ", "the "):
+        folded = folded.removeprefix(article)
+    return "".join(folded.split())
+
+
+def same_word(guess: str, word: str) -> bool:
+    """Whether the person's ``guess`` names ``word`` (one of ``WORDS``, or any word:
+    then compared as text) in any language."""
+    names = {_folded(word)}
+    for listed in NAMES.get(word, {}).values():
+        names.update(_folded(name) for name in listed)
+    return _folded(guess) in names
 
 
 def guess_word(strokes: Sequence[Mapping[str, Any]]) -> str | None:

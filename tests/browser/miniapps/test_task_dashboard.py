@@ -89,7 +89,7 @@ def test_the_bundle_loads_and_its_surface_is_under_160_kib() -> None:
     manifest = loaded.manifest
     assert (manifest.id, manifest.version, manifest.kind) == (
         "dev.lineup.task-dashboard",
-        "1.0.0",
+        "1.1.0",
         "bundled",
     )
     assert (manifest.name, manifest.app_scope, manifest.icon) == (

@@ -114,7 +114,7 @@ async def download(page: Page, client: Client, artifact_id: str) -> bytes:
 
 def test_the_bundle_is_valid_and_its_surface_is_under_160_kib() -> None:
     bundle = load_bundle_dir(BUNDLE)
-    assert (bundle.manifest.id, bundle.manifest.version) == ("dev.lineup.whiteboard", "1.0.0")
+    assert (bundle.manifest.id, bundle.manifest.version) == ("dev.lineup.whiteboard", "1.1.0")
     assert bundle.manifest.permissions == ["artifact.save"]
     assert [t.id for t in bundle.manifest.tools] == [
         "whiteboard.open",

@@ -263,6 +263,15 @@ async def test_the_page_runs_the_bridge_before_any_app_code(served: Served) -> N
     assert "__LINEUP_SURFACE_BOOT__" not in page
 
 
+async def test_the_page_is_in_the_person_s_language_when_told(served: Served) -> None:
+    told = served.origin.mount("inst-1", document(), app=True, lang="zh-CN")
+    assert '<html lang="zh-CN"><head>' in (await served.fetch(told)).text
+    untold = served.origin.mount("inst-2", document())
+    assert "<html><head>" in (await served.fetch(untold)).text
+    with pytest.raises(ValueError, match="lang"):
+        served.origin.mount("inst-3", document(), lang='en"><script>alert(1)</script>')
+
+
 def test_ids_that_are_not_protocol_ids_are_the_caller_s_bug() -> None:
     origin = SurfaceOrigin([SHELL], port=4000)
     with pytest.raises(ValueError, match="instance_id"):

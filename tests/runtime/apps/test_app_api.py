@@ -13,7 +13,7 @@ import msgspec
 import pytest
 
 from lineup import wire
-from lineup.runtime import classify
+from lineup.runtime import classify, preferences
 from lineup.runtime.apps.app_api import MAX_STATE_BYTES, METHODS, AppApi, AppApiError
 from lineup.runtime.apps.registry import AppRegistry
 from lineup.runtime.apps.tool_calls import State
@@ -77,9 +77,24 @@ async def test_context_and_ready(h: RouterHarness, api: AppApi) -> None:
     assert context["conversation_id"] == C1.id
     assert context["app_session_id"] == await h.k.app_session_id(instance_id)
     assert context["state"] == "starting"
+    assert context["locale"] == "en"
     assert (await api.call(instance_id, "lifecycle.ready", {}))["state"] == "foreground"
     # Ready again (a reload): nothing to do, no refusal.
     assert (await api.call(instance_id, "lifecycle.ready", {}))["state"] == "foreground"
+
+
+async def test_the_context_carries_the_person_s_language_and_follows_a_change(
+    h: RouterHarness, api: AppApi
+) -> None:
+    instance_id = await launched(h)
+    db = h.db.db
+    assert (await api.call(instance_id, "context.get", {}))["locale"] == "en"  # nothing known
+    await db.write(preferences.set_seen_locale_txn, "zh-CN")  # the newest tab's language
+    assert (await api.call(instance_id, "context.get", {}))["locale"] == "zh-CN"
+    await db.write(preferences.set_locale_choice_txn, "en")  # the person's choice wins
+    assert (await api.call(instance_id, "context.get", {}))["locale"] == "en"
+    await db.write(preferences.set_locale_choice_txn, None)  # back to the browser's
+    assert (await api.call(instance_id, "context.get", {}))["locale"] == "zh-CN"
 
 
 async def test_tools_are_listed_with_arguments_answered_once_and_only_by_their_instance(

@@ -4,7 +4,12 @@
 // only *requests*; the Runtime checks ownership, state and permissions and answers each
 // request exactly once.
 //
-//   LineUpApp.context()                        -> Promise<{instance_id, app_id, ...}>
+//   LineUpApp.context()                        -> Promise<{instance_id, app_id, ..., locale}>
+//                                              locale: the person's language, a BCP 47 tag
+//                                              ("zh-CN", "en"): the one they chose, else their
+//                                              newest tab's; <html lang> says the same before
+//                                              the first paint (docs/miniapps.md, "Speaking
+//                                              the person's language")
 //   LineUpApp.ready()                          the app finished starting
 //   LineUpApp.tools.subscribe(fn)              fn(call) once per pending call, again after a
 //                                              reload until the app answers it

@@ -37,6 +37,7 @@ _STYLE_END = re.compile(r"</style", re.IGNORECASE)
 _SCRIPT_BREAKERS = re.compile(r"</script|<script|<!--", re.IGNORECASE)
 _BOOT_PLACEHOLDER = "__LINEUP_SURFACE_BOOT__"
 _APP_BOOT_PLACEHOLDER = "__LINEUP_APP_BOOT__"
+_LANG = re.compile(r"^[A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*\Z")
 
 
 class SurfaceRejectionCode(StrEnum):
@@ -120,11 +121,18 @@ _APP_SDK = _script_source("app_sdk.js", _APP_BOOT_PLACEHOLDER)
 
 
 def compose(
-    document: SurfaceDocument, *, instance_id: str, mount_id: str, app: bool = False
+    document: SurfaceDocument,
+    *,
+    instance_id: str,
+    mount_id: str,
+    app: bool = False,
+    lang: str | None = None,
 ) -> bytes:
     """The page the surface origin serves for one mount, as UTF-8. ``app``: a MiniApp
     instance's own surface, which also gets the MiniApp SDK (``LineUpApp``, inlined
-    after the bridge); a surface an agent opened gets the bridge only.
+    after the bridge); a surface an agent opened gets the bridge only. ``lang``: the
+    person's language (a BCP 47 tag), put on ``<html lang>`` so that the surface knows
+    it before its first paint (an app's ``context().locale`` says the same).
 
     Raises ``SurfaceRejected`` for a document that is too large or whose CSS or JS
     would break out of its element; ``ValueError`` for ids that are not protocol ids
@@ -132,14 +140,17 @@ def compose(
     for name, value in (("instance_id", instance_id), ("mount_id", mount_id)):
         if not _ID.match(value):
             raise ValueError(f"{name} is not a protocol id")
+    if lang is not None and not _LANG.match(lang):
+        raise ValueError("lang is not a language tag")
     _check(document)
     boot = _script_json({"instance_id": instance_id, "mount_id": mount_id})
     bridge = _BRIDGE.replace(_BOOT_PLACEHOLDER, boot)
     if app:
         bridge += "\n" + _APP_SDK.replace(_APP_BOOT_PLACEHOLDER, boot)
+    html_open = "<html>" if lang is None else f'<html lang="{lang}">'
     page = (
         "<!doctype html>\n"
-        '<html><head><meta charset="utf-8">\n'
+        f'{html_open}<head><meta charset="utf-8">\n'
         f"<script>{bridge}</script>\n"
         f"<style>{document.css}</style>\n"
         f"</head><body>\n{document.html}\n"

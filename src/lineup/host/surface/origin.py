@@ -100,9 +100,17 @@ class SurfaceOrigin:
 
     # --- mounts -------------------------------------------------------------------------
 
-    def mount(self, instance_id: str, document: SurfaceDocument, *, app: bool = False) -> Mount:
+    def mount(
+        self,
+        instance_id: str,
+        document: SurfaceDocument,
+        *,
+        app: bool = False,
+        lang: str | None = None,
+    ) -> Mount:
         """Build the document's page and make it reachable, once, at a fresh URL
-        (``app``: with the MiniApp SDK, see ``document.compose``).
+        (``app``: with the MiniApp SDK; ``lang``: the person's language on ``<html
+        lang>``; see ``document.compose``).
 
         Raises ``SurfaceRejected`` (``surface_too_large``, ``surface_invalid``) for a
         document the origin will not serve."""
@@ -110,7 +118,7 @@ class SurfaceOrigin:
             raise RuntimeError("bind_port before mounting: the URL needs the port")
         mount_id = secrets.token_hex(12)
         try:
-            page = compose(document, instance_id=instance_id, mount_id=mount_id, app=app)
+            page = compose(document, instance_id=instance_id, mount_id=mount_id, app=app, lang=lang)
         except SurfaceRejected as rejected:
             log.warning(
                 "surface refused",

@@ -18,15 +18,95 @@ const MAX_STATE_CHARS = 60 * 1024; // the Runtime keeps at most 64 KiB
 const MAX_EVENT_CHARS = 15 * 1024; // LineUpSurface.event takes under 16 KiB
 const SNAPSHOT_EVERY_MS = 700;
 const INK = "#2b2d42";
-const COLOURS = [
-  ["Black", "#2b2d42"],
-  ["Red", "#ef476f"],
-  ["Orange", "#f78c1f"],
-  ["Yellow", "#f2c014"],
-  ["Green", "#06a77d"],
-  ["Blue", "#118ab2"],
-  ["Brown", "#8d5a3b"],
+const COLOURS = [ // [name: colour.<name> in the strings, colour]
+  ["black", "#2b2d42"],
+  ["red", "#ef476f"],
+  ["orange", "#f78c1f"],
+  ["yellow", "#f2c014"],
+  ["green", "#06a77d"],
+  ["blue", "#118ab2"],
+  ["brown", "#8d5a3b"],
 ];
+
+// --- the person's language ----------------------------------------------------------------
+// This app's strings in both languages it speaks are the JSON in its HTML (the script
+// element of type application/json, id "strings": {"en": {...}, "zh-CN": {...}}, each
+// an i18next JSON v4 catalogue: flat keys, {{placeholders}}, plurals as key_one /
+// key_other): a surface can load nothing else. The language is the person's: <html lang> (the host
+// sets it) at once, the SDK's context().locale when it answers. Numbers and dates go
+// through Intl in that language.
+const STRINGS = JSON.parse(document.getElementById("strings").textContent);
+let locale = "en";
+let plurals = new Intl.PluralRules(locale);
+
+// The language of ours a BCP 47 tag asks for: any Chinese is zh-CN, anything else English.
+function ourLocale(tag) {
+  return String(tag || "").split(/[-_]/)[0].toLowerCase() === "zh" ? "zh-CN" : "en";
+}
+
+// Speak `tag` from now on: <html lang> and every [data-i18n] / [data-i18n-<attribute>]
+// in the page. True when the language changed.
+function setLocale(tag) {
+  const next = ourLocale(tag);
+  const changed = next !== locale;
+  locale = next;
+  plurals = new Intl.PluralRules(locale);
+  document.documentElement.lang = locale;
+  for (const node of document.querySelectorAll("[data-i18n]")) node.textContent = t(node.dataset.i18n);
+  for (const name of ["aria-label", "placeholder", "title"]) {
+    for (const node of document.querySelectorAll(`[data-i18n-${name}]`)) {
+      node.setAttribute(name, t(node.getAttribute(`data-i18n-${name}`)));
+    }
+  }
+  return changed;
+}
+
+function lookup(strings, key, values) {
+  if (typeof values.count === "number") {
+    const found = strings[`${key}_${plurals.select(values.count)}`] ?? strings[`${key}_other`];
+    if (found !== undefined) return found;
+  }
+  return strings[key];
+}
+
+// The string `key` with its {{placeholders}} filled from `values` (numbers formatted);
+// with a numeric `count`, the plural form for it.
+function t(key, values = {}) {
+  const text = lookup(STRINGS[locale], key, values) ?? lookup(STRINGS.en, key, values) ?? key;
+  return text.replace(/\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g, (whole, name) => {
+    if (!(name in values)) return whole;
+    return typeof values[name] === "number" ? number(values[name]) : String(values[name]);
+  });
+}
+
+function number(value, options) {
+  return new Intl.NumberFormat(locale, options).format(value);
+}
+
+// t() for a sentence with elements in it: the nodes of `key` with its {{placeholders}}
+// filled from `values` (a Node stays itself, anything else is text).
+function tNodes(key, values) {
+  const marked = {};
+  for (const [name, value] of Object.entries(values)) marked[name] = value instanceof Node ? `\u0000${name}\u0000` : value;
+  return t(key, marked)
+    .split("\u0000")
+    .map((part, at) => (at % 2 ? values[part] : part))
+    .filter((part) => part !== "");
+}
+
+setLocale(document.documentElement.lang || navigator.language);
+
+// --- Enter and input methods --------------------------------------------------------------
+// An Enter that picks characters in an input method (pinyin, say) must not also submit:
+// the browser marks it isComposing (keyCode 229 where it does not), and it can arrive
+// between compositionstart and compositionend. After compositionend, Enter submits.
+let composing = false;
+document.addEventListener("compositionstart", () => (composing = true), true);
+document.addEventListener("compositionend", () => (composing = false), true);
+
+function composingEnter(event) {
+  return event.isComposing || event.keyCode === 229 || composing;
+}
 
 const $ = (id) => document.getElementById(id);
 const app = $("app");
@@ -213,7 +293,7 @@ const tools = {
       round.word = latest.text;
       done = finishRound("guessed");
     } else {
-      flash("✗ Not quite!", "lose", args.hint ? `Hint: ${args.hint}` : "Keep guessing");
+      flash(t("guess.not_quite"), "lose", args.hint ? t("guess.hint", { hint: args.hint }) : t("guess.keep_guessing"));
     }
     const result = { score: state.score, ...(round.ended ? { ended: round.ended } : {}) };
     remember(call.call_id, result);
@@ -318,7 +398,7 @@ function submitGuess() {
 
 $("guess-button").addEventListener("click", submitGuess);
 $("guess-input").addEventListener("keydown", (event) => {
-  if (event.key === "Enter" && !event.isComposing) submitGuess();
+  if (event.key === "Enter" && !composingEnter(event)) submitGuess();
 });
 
 $("agent-guesses").addEventListener("click", (event) => {
@@ -332,7 +412,7 @@ $("agent-guesses").addEventListener("click", (event) => {
   waiting.delete(guess.call_id); // answered below, not as "the round ended"
   let done = [];
   if (correct) done = finishRound("guessed");
-  else flash("✗ Nope!", "lose", "The agent keeps guessing");
+  else flash(t("agent.nope"), "lose", t("agent.keeps_guessing"));
   const result = { correct, score: state.score, ...(round.ended ? { ended: round.ended } : {}) };
   remember(guess.call_id, result);
   (async () => {
@@ -379,7 +459,7 @@ function endStroke() {
   round.strokes.push(stroke);
   if (JSON.stringify(state).length > MAX_STATE_CHARS) {
     round.strokes.pop();
-    flash("The canvas is full", "lose", "Undo or clear to keep drawing");
+    flash(t("canvas.full"), "lose", t("canvas.full_help"));
   }
   drawChanged();
 }
@@ -410,7 +490,8 @@ for (const [name, color] of COLOURS) {
   swatch.className = "swatch";
   swatch.style.background = color;
   swatch.dataset.color = color;
-  swatch.setAttribute("aria-label", name);
+  swatch.dataset.i18nAriaLabel = `colour.${name}`; // setLocale labels it
+  swatch.setAttribute("aria-label", t(`colour.${name}`));
   swatch.addEventListener("click", () => {
     pen = { ...pen, color };
     renderPens();
@@ -537,16 +618,16 @@ function renderBanner() {
   let tone = "lose";
   if (round.ended === "guessed") {
     tone = "win";
-    text = round.kind === "a" ? "★ You got it! ★" : "★ The agent got it! ★";
-    small = `It was “${word}” · +${POINTS}`;
+    text = t(round.kind === "a" ? "banner.you_got_it" : "banner.agent_got_it");
+    small = t("banner.it_was", { word, points: POINTS });
   } else if (round.ended === "timeout") {
-    text = "Time's up!";
-    small = word ? `The word was “${word}”` : "The word is still a secret";
+    text = t("banner.times_up");
+    small = word ? t("banner.word_was", { word }) : t("banner.secret");
   } else if (round.ended === "revealed") {
-    text = "Round over";
-    small = word ? `The word was “${word}”` : "";
+    text = t("banner.round_over");
+    small = word ? t("banner.word_was", { word }) : "";
   } else {
-    text = "Round replaced";
+    text = t("banner.replaced");
   }
   banner.className = `banner ${tone}`;
   banner.replaceChildren(text);
@@ -585,19 +666,20 @@ function renderPrompt(round) {
   const prompt = $("prompt");
   prompt.replaceChildren();
   if (!round) {
-    prompt.textContent = "Ready when your agent is.";
+    prompt.textContent = t("prompt.ready");
     return;
   }
   if (round.kind === "a") {
     const blanks = document.createElement("span");
     blanks.className = "blanks";
     blanks.textContent = round.ended && round.word ? round.word : Array(round.word_length).fill("_").join(" ");
-    prompt.append(round.ended ? "The word: " : "Guess the word: ", blanks, ` (${round.word_length} letters)`);
+    const key = round.ended ? "prompt.was" : "prompt.guess";
+    prompt.append(...tNodes(key, { word: blanks, count: round.word_length }));
   } else {
     const word = document.createElement("span");
     word.className = "word";
     word.textContent = round.word;
-    prompt.append(round.ended ? "You drew " : "Draw ", word, round.ended ? "" : " — the agent guesses!");
+    prompt.append(...tNodes(round.ended ? "prompt.drew" : "prompt.draw", { word }));
   }
 }
 
@@ -626,19 +708,19 @@ function renderAgentGuesses(round) {
       said.textContent = g.text;
       item.append(said);
       if (g.verdict === null && !round.ended) {
-        for (const [verdict, label] of [["right", "Right"], ["wrong", "Wrong"]]) {
+        for (const verdict of ["right", "wrong"]) {
           const button = document.createElement("button");
           button.type = "button";
           button.dataset.verdict = verdict;
           button.dataset.callId = g.call_id;
-          button.textContent = label;
+          button.textContent = t(`agent.${verdict}`);
           item.append(button);
         }
       } else if (g.verdict) {
         item.dataset.verdict = g.verdict;
         const verdict = document.createElement("span");
         verdict.className = "verdict";
-        verdict.textContent = { right: "✓ right", wrong: "✗ wrong", late: "too late" }[g.verdict];
+        verdict.textContent = t(`verdict.${g.verdict}`);
         item.append(verdict);
       }
       return item;
@@ -652,10 +734,14 @@ function renderHistory() {
     ...state.history.map((h) => {
       const item = document.createElement("li");
       item.dataset.outcome = h.outcome;
-      const who = h.kind === "a" ? "You guessed" : "Agent guessed";
-      const how = { timeout: "time's up", revealed: "revealed", replaced: "skipped" }[h.outcome];
-      item.textContent =
-        h.outcome === "guessed" ? `✓ ${h.word} · ${who} +${h.points}` : `${h.word || "?"} · ${how || h.outcome}`;
+      const word = h.word || "?";
+      if (h.outcome === "guessed") {
+        item.textContent = t(h.kind === "a" ? "history.you_guessed" : "history.agent_guessed", { word, points: h.points });
+      } else if (["timeout", "revealed", "replaced"].includes(h.outcome)) {
+        item.textContent = t(`history.${h.outcome}`, { word });
+      } else {
+        item.textContent = `${word} · ${h.outcome}`;
+      }
       return item;
     }),
   );
@@ -667,18 +753,14 @@ function render() {
   app.dataset.phase = round ? round.kind : "idle";
   if (round && round.ended) app.dataset.ended = round.ended;
   else delete app.dataset.ended;
-  $("mode").textContent = !round
-    ? "Waiting"
-    : round.kind === "a"
-      ? "Round A · the agent draws"
-      : "Round B · you draw";
-  $("score").textContent = `★ ${state.score}`;
+  $("mode").textContent = t(round ? `mode.${round.kind}` : "mode.waiting");
+  $("score").textContent = `★ ${number(state.score)}`;
   $("idle").hidden = Boolean(round);
   const playingA = round && round.kind === "a" && !round.ended;
   const playingB = round && round.kind === "b" && !round.ended;
   $("guess-form").hidden = !playingA;
   $("hint").hidden = !(round && round.kind === "a" && round.hint);
-  $("hint").textContent = round && round.hint ? `Hint: ${round.hint}` : "";
+  $("hint").textContent = round && round.hint ? t("guess.hint", { hint: round.hint }) : "";
   const held = round && [...waiting.values()].some((h) => h.tool === "draw-guess.next_guess" && h.round_id === round.id);
   $("waiting").hidden = !(playingA && held);
   $("pens").hidden = !playingB;
@@ -700,6 +782,8 @@ function failed(error) {
 }
 
 (async () => {
+  const context = await LineUpApp.context();
+  setLocale(context.locale);
   const saved = await LineUpApp.state.get();
   state = { ...state, ...(saved || {}) };
   render();

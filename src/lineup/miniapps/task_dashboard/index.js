@@ -4,11 +4,7 @@
 // only by calling list_tasks.
 "use strict";
 
-const COLUMNS = [
-  { id: "todo", name: "To do", empty: "Nothing to do yet. Add a task to get going." },
-  { id: "doing", name: "Doing", empty: "Move a task here when you start on it." },
-  { id: "done", name: "Done", empty: "Finished tasks land here." },
-];
+const COLUMNS = [{ id: "todo" }, { id: "doing" }, { id: "done" }]; // names: column.<id>
 const COLUMN_IDS = COLUMNS.map((c) => c.id);
 const TITLE_MAX = 120;
 const NOTES_MAX = 1000;
@@ -16,6 +12,75 @@ const STATE_BUDGET = 62 * 1024; // the Runtime keeps at most 64 KiB per instance
 const ANSWERS_KEPT = 16;
 const IMPORT_STEP_MS = 60;
 const encoder = new TextEncoder();
+
+// --- the person's language ----------------------------------------------------------------
+// This app's strings in both languages it speaks are the JSON in its HTML (the script
+// element of type application/json, id "strings": {"en": {...}, "zh-CN": {...}}, each
+// an i18next JSON v4 catalogue: flat keys, {{placeholders}}, plurals as key_one /
+// key_other): a surface can load nothing else. The language is the person's: <html lang> (the host
+// sets it) at once, the SDK's context().locale when it answers. Numbers and dates go
+// through Intl in that language.
+const STRINGS = JSON.parse(document.getElementById("strings").textContent);
+let locale = "en";
+let plurals = new Intl.PluralRules(locale);
+
+// The language of ours a BCP 47 tag asks for: any Chinese is zh-CN, anything else English.
+function ourLocale(tag) {
+  return String(tag || "").split(/[-_]/)[0].toLowerCase() === "zh" ? "zh-CN" : "en";
+}
+
+// Speak `tag` from now on: <html lang> and every [data-i18n] / [data-i18n-<attribute>]
+// in the page. True when the language changed.
+function setLocale(tag) {
+  const next = ourLocale(tag);
+  const changed = next !== locale;
+  locale = next;
+  plurals = new Intl.PluralRules(locale);
+  document.documentElement.lang = locale;
+  for (const node of document.querySelectorAll("[data-i18n]")) node.textContent = t(node.dataset.i18n);
+  for (const name of ["aria-label", "placeholder", "title"]) {
+    for (const node of document.querySelectorAll(`[data-i18n-${name}]`)) {
+      node.setAttribute(name, t(node.getAttribute(`data-i18n-${name}`)));
+    }
+  }
+  return changed;
+}
+
+function lookup(strings, key, values) {
+  if (typeof values.count === "number") {
+    const found = strings[`${key}_${plurals.select(values.count)}`] ?? strings[`${key}_other`];
+    if (found !== undefined) return found;
+  }
+  return strings[key];
+}
+
+// The string `key` with its {{placeholders}} filled from `values` (numbers formatted);
+// with a numeric `count`, the plural form for it.
+function t(key, values = {}) {
+  const text = lookup(STRINGS[locale], key, values) ?? lookup(STRINGS.en, key, values) ?? key;
+  return text.replace(/\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g, (whole, name) => {
+    if (!(name in values)) return whole;
+    return typeof values[name] === "number" ? number(values[name]) : String(values[name]);
+  });
+}
+
+function number(value, options) {
+  return new Intl.NumberFormat(locale, options).format(value);
+}
+
+setLocale(document.documentElement.lang || navigator.language);
+
+// --- Enter and input methods --------------------------------------------------------------
+// An Enter that picks characters in an input method (pinyin, say) must not also submit:
+// the browser marks it isComposing (keyCode 229 where it does not), and it can arrive
+// between compositionstart and compositionend. After compositionend, Enter submits.
+let composing = false;
+document.addEventListener("compositionstart", () => (composing = true), true);
+document.addEventListener("compositionend", () => (composing = false), true);
+
+function composingEnter(event) {
+  return event.isComposing || event.keyCode === 229 || composing;
+}
 
 // --- the board (what LineUpApp.state holds) ---------------------------------------------
 
@@ -64,10 +129,13 @@ function bytes(value) {
   return encoder.encode(JSON.stringify(value)).length;
 }
 
+// `message` is for the agent (English, like every tool error); `key` names what the
+// person reads when their own change is refused.
 class BoardError extends Error {
-  constructor(code, message) {
+  constructor(code, message, key) {
     super(message);
     this.code = code;
+    this.key = key;
   }
 }
 
@@ -78,7 +146,7 @@ function change(mutate, { by = "you" } = {}) {
   const outcome = mutate();
   if (bytes(board) > STATE_BUDGET) {
     board = JSON.parse(before);
-    throw new BoardError("board_full", "the board is full: delete or finish some tasks first");
+    throw new BoardError("board_full", "the board is full: delete or finish some tasks first", "board.full");
   }
   if (by === "agent" && outcome?.id) flash(outcome.id);
   render();
@@ -211,7 +279,7 @@ async function onCall(call) {
     else await LineUpApp.tools.fail(call.call_id, outcome.fail.code, outcome.fail.message);
   } catch (error) {
     if (error.code !== "call_already_final" && error.code !== "call_not_found") {
-      showToast(`Could not answer the agent (${error.code || "error"}).`);
+      showToast(t("agent.answer_failed", { code: error.code || "error" }));
     }
   }
 }
@@ -232,7 +300,7 @@ async function importTasks(args, call) {
     change(() => {
       board.imports[id] = { done: 0, total };
     });
-    announce(`The agent is importing ${plural(total, "task")}.`);
+    announce(t("import.started", { count: total }));
   }
   showImport(id, board.imports[id].done, total);
   const stop = () => {
@@ -252,7 +320,7 @@ async function importTasks(args, call) {
       );
       showImport(id, at + 1, total);
       await saved;
-      await LineUpApp.tools.reportProgress(id, { current: at + 1, total, label: `Imported ${at + 1} of ${total}` });
+      await LineUpApp.tools.reportProgress(id, { current: at + 1, total, label: t("import.progress", { done: at + 1, total }) });
     } catch (error) {
       stop();
       // The call ended without us (the app was closed, the call timed out): say nothing.
@@ -266,7 +334,7 @@ async function importTasks(args, call) {
   });
   await saved;
   showImport(id, total, total, true);
-  announce(`Imported ${plural(total, "task")}.`);
+  announce(t("import.done", { count: total }));
   return { imported: total };
 }
 
@@ -317,10 +385,6 @@ function iconButton(name, label, key) {
   return button;
 }
 
-function plural(n, word) {
-  return `${n} ${word}${n === 1 ? "" : "s"}`;
-}
-
 function matches(task) {
   if (!ui.filter) return true;
   const needle = ui.filter.toLowerCase();
@@ -328,7 +392,7 @@ function matches(task) {
 }
 
 function columnName(id) {
-  return COLUMNS.find((c) => c.id === id).name;
+  return t(`column.${id}`);
 }
 
 function buildBoard() {
@@ -338,11 +402,11 @@ function buildBoard() {
     section.dataset.column = column.id;
     section.setAttribute("aria-labelledby", `col-${column.id}`);
     const head = el("div", "column-head");
-    const h2 = el("h2", "column-title", column.name);
+    const h2 = el("h2", "column-title", columnName(column.id));
     h2.id = `col-${column.id}`;
     const count = el("span", "count");
     count.id = `count-${column.id}`;
-    const add = iconButton("plus", `Add a task to ${column.name}`, `add:${column.id}`);
+    const add = iconButton("plus", t("column.add", { column: columnName(column.id) }), `add:${column.id}`);
     add.classList.add("column-add");
     add.addEventListener("click", () => openNewForm(column.id));
     head.append(h2, count, add);
@@ -354,6 +418,20 @@ function buildBoard() {
     section.append(head, list, empty);
     root.append(section);
   }
+}
+
+// The language changed after the board was drawn (context() said otherwise than <html
+// lang>): the column heads again, and every card redrawn.
+function relabel() {
+  for (const column of COLUMNS) {
+    const name = columnName(column.id);
+    $(`col-${column.id}`).textContent = name;
+    const add = document.querySelector(`[data-key="add:${column.id}"]`);
+    add.setAttribute("aria-label", t("column.add", { column: name }));
+    add.title = add.getAttribute("aria-label");
+  }
+  for (const li of document.querySelectorAll(".card")) delete li.dataset.signature;
+  render();
 }
 
 function buildCard(task) {
@@ -379,7 +457,7 @@ function fillCard(li, task) {
   check.checked = task.column === "done";
   check.dataset.act = "check";
   check.dataset.key = `check:${task.id}`;
-  check.setAttribute("aria-label", `Done: ${task.title}`);
+  check.setAttribute("aria-label", t("task.done_check", { title: task.title }));
 
   const body = el("div", "card-body");
   const title = el("p", "card-title", task.title);
@@ -391,13 +469,14 @@ function fillCard(li, task) {
 
   const actions = el("div", "card-actions");
   const at = COLUMN_IDS.indexOf(task.column);
-  if (at > 0) actions.append(iconButton("left", `Move “${task.title}” to ${COLUMNS[at - 1].name}`, `left:${task.id}`));
+  const moveLabel = (column) => t("task.move_to", { title: task.title, column: columnName(column) });
+  if (at > 0) actions.append(iconButton("left", moveLabel(COLUMN_IDS[at - 1]), `left:${task.id}`));
   if (at < COLUMNS.length - 1) {
-    actions.append(iconButton("right", `Move “${task.title}” to ${COLUMNS[at + 1].name}`, `right:${task.id}`));
+    actions.append(iconButton("right", moveLabel(COLUMN_IDS[at + 1]), `right:${task.id}`));
   }
   actions.append(
-    iconButton("edit", `Edit “${task.title}”`, `edit:${task.id}`),
-    iconButton("delete", `Delete “${task.title}”`, `delete:${task.id}`),
+    iconButton("edit", t("task.edit", { title: task.title }), `edit:${task.id}`),
+    iconButton("delete", t("task.delete", { title: task.title }), `delete:${task.id}`),
   );
   li.replaceChildren(check, body, actions);
 }
@@ -409,8 +488,8 @@ function fillEditor(li, task) {
   li.removeAttribute("aria-describedby");
   delete li.dataset.key;
   const form = el("form", "editor");
-  form.setAttribute("aria-label", `Edit “${task.title}”`);
-  const titleLabel = el("label", "field-label", "Title");
+  form.setAttribute("aria-label", t("task.edit", { title: task.title }));
+  const titleLabel = el("label", "field-label", t("task.title"));
   titleLabel.htmlFor = `edit-title-${task.id}`;
   const title = el("input", "edit-title");
   title.id = titleLabel.htmlFor;
@@ -419,7 +498,7 @@ function fillEditor(li, task) {
   title.maxLength = TITLE_MAX;
   title.value = task.title;
   title.dataset.key = `edit-title:${task.id}`;
-  const notesLabel = el("label", "field-label", "Notes");
+  const notesLabel = el("label", "field-label", t("task.notes"));
   notesLabel.htmlFor = `edit-notes-${task.id}`;
   const notes = el("textarea", "edit-notes");
   notes.id = notesLabel.htmlFor;
@@ -429,9 +508,9 @@ function fillEditor(li, task) {
   notes.value = task.notes;
   notes.dataset.key = `edit-notes:${task.id}`;
   const buttons = el("div", "editor-actions");
-  const saveButton = el("button", "primary small", "Save");
+  const saveButton = el("button", "primary small", t("task.save"));
   saveButton.type = "button";
-  const cancel = el("button", "ghost small", "Cancel");
+  const cancel = el("button", "ghost small", t("common.cancel"));
   cancel.type = "button";
   cancel.dataset.act = "cancel-edit";
   buttons.append(saveButton, cancel);
@@ -467,15 +546,20 @@ function render() {
       placed.add(task.id);
     });
     const count = $(`count-${column.id}`);
-    count.textContent = ui.filter ? `${shown.length}/${all.length}` : String(all.length);
-    count.setAttribute("aria-label", ui.filter ? `${shown.length} of ${plural(all.length, "task")}` : plural(all.length, "task"));
+    count.textContent = ui.filter ? `${number(shown.length)}/${number(all.length)}` : number(all.length);
+    count.setAttribute(
+      "aria-label",
+      ui.filter
+        ? t("column.count_filtered", { shown: shown.length, count: all.length })
+        : t("column.count", { count: all.length }),
+    );
     const empty = $(`empty-${column.id}`);
     empty.hidden = shown.length > 0;
-    empty.textContent = all.length ? "No tasks match the filter." : column.empty;
+    empty.textContent = t(all.length ? "column.no_match" : `column.${column.id}_empty`);
   }
   for (const li of document.querySelectorAll(".card")) if (!placed.has(li.dataset.id)) li.remove();
   const done = tasksIn("done").length;
-  $("summary").textContent = board.tasks.length ? `${done} of ${plural(board.tasks.length, "task")} done` : "";
+  $("summary").textContent = board.tasks.length ? t("board.summary", { done, count: board.tasks.length }) : "";
   if (activeKey && (!document.activeElement || document.activeElement === document.body)) focusKey(activeKey);
 }
 
@@ -539,8 +623,8 @@ function showImport(id, done, total, finished = false) {
   box.hidden = false;
   row.classList.toggle("finished", finished);
   row.querySelector(".import-text").textContent = finished
-    ? `Imported ${plural(total, "task")}`
-    : `Importing tasks from the agent… ${done} of ${total}`;
+    ? t("import.finished", { count: total })
+    : t("import.running", { done, total });
   const bar = row.querySelector("progress");
   bar.max = total;
   bar.value = done;
@@ -555,7 +639,7 @@ function personChange(mutate, message) {
     if (message) announce(message);
     return true;
   } catch (error) {
-    showToast(error.message);
+    showToast(error.key ? t(error.key) : error.message);
     return false;
   }
 }
@@ -569,7 +653,7 @@ function moveAcross(task, step) {
   const at = COLUMN_IDS.indexOf(task.column) + step;
   if (at < 0 || at >= COLUMNS.length) return;
   const column = COLUMN_IDS[at];
-  personChange(() => moveTo(task, column), `Moved “${task.title}” to ${columnName(column)}.`);
+  personChange(() => moveTo(task, column), t("task.moved_to", { title: task.title, column: columnName(column) }));
 }
 
 function moveWithin(task, step) {
@@ -580,7 +664,7 @@ function moveWithin(task, step) {
     const a = board.tasks.indexOf(task);
     const b = board.tasks.indexOf(other);
     [board.tasks[a], board.tasks[b]] = [board.tasks[b], board.tasks[a]];
-  }, `Moved “${task.title}” ${step < 0 ? "up" : "down"}.`);
+  }, t(step < 0 ? "task.moved_up" : "task.moved_down", { title: task.title }));
 }
 
 function deleteTask(task) {
@@ -592,10 +676,10 @@ function deleteTask(task) {
   if (ui.editing === task.id) ui.editing = null;
   if (next) next.focus();
   else $("new-toggle").focus();
-  showToast(`Deleted “${task.title}”.`, "Undo", () => {
+  showToast(t("task.deleted", { title: task.title }), t("common.undo"), () => {
     personChange(() => {
       board.tasks.splice(Math.min(at, board.tasks.length), 0, task);
-    }, `Restored “${task.title}”.`);
+    }, t("task.restored", { title: task.title }));
     document.querySelector(`.card[data-id="${task.id}"]`)?.focus();
   });
 }
@@ -619,14 +703,14 @@ function saveEdit(id, title, notes) {
   if (!task) return stopEditing(id);
   const cleanTitle = text(title, TITLE_MAX);
   if (!cleanTitle) {
-    showToast("A task needs a title.");
+    showToast(t("task.needs_title"));
     return;
   }
   ui.editing = null;
   personChange(() => {
     task.title = cleanTitle;
     task.notes = text(notes, NOTES_MAX);
-  }, `Saved “${cleanTitle}”.`);
+  }, t("task.saved", { title: cleanTitle }));
   focusKey(`card:${id}`);
 }
 
@@ -648,7 +732,7 @@ function onBoardChange(event) {
   const task = taskOf(event.target);
   if (!task) return;
   const column = event.target.checked ? "done" : "todo";
-  personChange(() => moveTo(task, column), `Moved “${task.title}” to ${columnName(column)}.`);
+  personChange(() => moveTo(task, column), t("task.moved_to", { title: task.title, column: columnName(column) }));
 }
 
 function neighbourCard(li, step) {
@@ -721,7 +805,7 @@ function onNewSubmit() {
   const ok = personChange(() => {
     made = newTask(title, $("new-notes").value, column);
     return made;
-  }, `Added “${title}” to ${columnName(column)}.`);
+  }, t("task.added", { title, column: columnName(column) }));
   if (!ok) return;
   $("new-title").value = "";
   $("new-notes").value = "";
@@ -734,7 +818,7 @@ function onNewSubmit() {
 function onSubmit(form, button, fn) {
   button.addEventListener("click", fn);
   form.addEventListener("keydown", (event) => {
-    if (event.key !== "Enter" || event.isComposing) return;
+    if (event.key !== "Enter" || composingEnter(event)) return;
     const area = event.target.tagName === "TEXTAREA";
     if (event.target.tagName === "INPUT" || (area && (event.ctrlKey || event.metaKey))) {
       event.preventDefault();
@@ -777,7 +861,7 @@ function hideToast() {
 
 function setSaveProblem(error) {
   $("app").classList.toggle("unsaved", Boolean(error));
-  if (error) showToast(`Not saved: ${error.code || "error"}. Your next change tries again.`);
+  if (error) showToast(t("board.not_saved", { code: error.code || "error" }));
 }
 
 // --- start ----------------------------------------------------------------------------------
@@ -826,6 +910,7 @@ function wire() {
 async function start() {
   wire();
   context = await LineUpApp.context();
+  if (setLocale(context.locale)) relabel();
   let saved = await LineUpApp.state.get();
   let continued = false;
   if (isEmpty(saved) && context.continues_instance_id) {
@@ -845,11 +930,11 @@ async function start() {
   LineUpApp.tools.subscribe((call) => {
     onCall(call).catch(reportError);
   });
-  if (continued) showToast(`Continued your earlier board: ${plural(board.tasks.length, "task")}.`);
+  if (continued) showToast(t("board.continued", { count: board.tasks.length }));
   document.body.dataset.ready = "true";
 }
 
 start().catch((error) => {
   document.body.dataset.error = error.code || "error";
-  showToast(`The board could not start (${error.code || "error"}).`);
+  showToast(t("board.no_start", { code: error.code || "error" }));
 });

@@ -15,10 +15,79 @@ const MAX_ZOOM = 5;
 const DRAW_EVENT_MS = 1000;
 const KIND_OF_TOOL = { pen: "path", line: "line", rect: "rect", ellipse: "ellipse" };
 const TOOL_KEYS = { p: "pen", l: "line", r: "rect", o: "ellipse", t: "text", e: "eraser", h: "hand" };
-const COLOURS = [
-  ["#1d2330", "Black"], ["#e03131", "Red"], ["#f08c00", "Orange"], ["#2f9e44", "Green"],
-  ["#1971c2", "Blue"], ["#7048e8", "Violet"], ["#c2255c", "Pink"], ["#868e96", "Grey"],
+const COLOURS = [ // [colour, name: colour.<name> in the strings]
+  ["#1d2330", "black"], ["#e03131", "red"], ["#f08c00", "orange"], ["#2f9e44", "green"],
+  ["#1971c2", "blue"], ["#7048e8", "violet"], ["#c2255c", "pink"], ["#868e96", "grey"],
 ];
+
+// --- the person's language ----------------------------------------------------------------
+// This app's strings in both languages it speaks are the JSON in its HTML (the script
+// element of type application/json, id "strings": {"en": {...}, "zh-CN": {...}}, each
+// an i18next JSON v4 catalogue: flat keys, {{placeholders}}, plurals as key_one /
+// key_other): a surface can load nothing else. The language is the person's: <html lang> (the host
+// sets it) at once, the SDK's context().locale when it answers. Numbers and dates go
+// through Intl in that language.
+const STRINGS = JSON.parse(document.getElementById("strings").textContent);
+let locale = "en";
+let plurals = new Intl.PluralRules(locale);
+
+// The language of ours a BCP 47 tag asks for: any Chinese is zh-CN, anything else English.
+function ourLocale(tag) {
+  return String(tag || "").split(/[-_]/)[0].toLowerCase() === "zh" ? "zh-CN" : "en";
+}
+
+// Speak `tag` from now on: <html lang> and every [data-i18n] / [data-i18n-<attribute>]
+// in the page. True when the language changed.
+function setLocale(tag) {
+  const next = ourLocale(tag);
+  const changed = next !== locale;
+  locale = next;
+  plurals = new Intl.PluralRules(locale);
+  document.documentElement.lang = locale;
+  for (const node of document.querySelectorAll("[data-i18n]")) node.textContent = t(node.dataset.i18n);
+  for (const name of ["aria-label", "placeholder", "title"]) {
+    for (const node of document.querySelectorAll(`[data-i18n-${name}]`)) {
+      node.setAttribute(name, t(node.getAttribute(`data-i18n-${name}`)));
+    }
+  }
+  return changed;
+}
+
+function lookup(strings, key, values) {
+  if (typeof values.count === "number") {
+    const found = strings[`${key}_${plurals.select(values.count)}`] ?? strings[`${key}_other`];
+    if (found !== undefined) return found;
+  }
+  return strings[key];
+}
+
+// The string `key` with its {{placeholders}} filled from `values` (numbers formatted);
+// with a numeric `count`, the plural form for it.
+function t(key, values = {}) {
+  const text = lookup(STRINGS[locale], key, values) ?? lookup(STRINGS.en, key, values) ?? key;
+  return text.replace(/\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g, (whole, name) => {
+    if (!(name in values)) return whole;
+    return typeof values[name] === "number" ? number(values[name]) : String(values[name]);
+  });
+}
+
+function number(value, options) {
+  return new Intl.NumberFormat(locale, options).format(value);
+}
+
+setLocale(document.documentElement.lang || navigator.language);
+
+// --- Enter and input methods --------------------------------------------------------------
+// An Enter that picks characters in an input method (pinyin, say) must not also submit:
+// the browser marks it isComposing (keyCode 229 where it does not), and it can arrive
+// between compositionstart and compositionend. After compositionend, Enter submits.
+let composing = false;
+document.addEventListener("compositionstart", () => (composing = true), true);
+document.addEventListener("compositionend", () => (composing = false), true);
+
+function composingEnter(event) {
+  return event.isComposing || event.keyCode === 229 || composing;
+}
 
 const $ = (id) => document.getElementById(id);
 const encoder = new TextEncoder();
@@ -206,12 +275,12 @@ function paintBoard() {
 
 function updateChrome() {
   const n = board.strokes.length;
-  $("count").textContent = `${n} ${n === 1 ? "stroke" : "strokes"}`;
+  $("count").textContent = t("board.strokes", { count: n });
   document.body.dataset.strokes = String(n);
   $("undo").disabled = !history.undo.length;
   $("redo").disabled = !history.redo.length;
-  $("zoom-reset").textContent = `${Math.round(board.view.z * 100)}%`;
-  canvas.setAttribute("aria-label", `Whiteboard drawing, ${n} ${n === 1 ? "stroke" : "strokes"}`);
+  $("zoom-reset").textContent = number(Math.round(board.view.z * 100) / 100, { style: "percent" });
+  canvas.setAttribute("aria-label", t("board.label", { count: n }));
 }
 
 let noticeTimer = null;
@@ -252,7 +321,7 @@ function persist() {
   unsaved += 1;
   document.body.dataset.saved = "false";
   const run = saving.then(() => LineUpApp.state.set(state));
-  saving = run.catch((error) => notice(`Not saved (${error.code || "error"})`)).finally(() => {
+  saving = run.catch((error) => notice(t("board.not_saved", { code: error.code || "error" }))).finally(() => {
     unsaved -= 1;
     if (!unsaved && !viewTimer) document.body.dataset.saved = "true";
   });
@@ -277,7 +346,7 @@ async function change(op, by, callId) {
   if (jsonBytes(board.strokes) > BOARD_BYTES) {
     applyOp(op, false);
     render();
-    notice("The board is full: clear or erase something first");
+    notice(t("board.full"));
     throw refusal("board_full", "the board cannot hold more strokes; clear or erase first");
   }
   history.undo.push(op);
@@ -715,7 +784,7 @@ function commitText() {
 }
 
 textEntry.addEventListener("keydown", (ev) => {
-  if (ev.key === "Enter") {
+  if (ev.key === "Enter" && !composingEnter(ev)) {
     ev.preventDefault();
     commitText();
     canvas.focus();
@@ -796,8 +865,10 @@ for (const [color, name] of COLOURS) {
   const b = document.createElement("button");
   b.type = "button";
   b.setAttribute("role", "radio");
-  b.setAttribute("aria-label", name);
-  b.title = name;
+  b.dataset.i18nAriaLabel = `colour.${name}`; // setLocale labels it
+  b.dataset.i18nTitle = `colour.${name}`;
+  b.setAttribute("aria-label", t(`colour.${name}`));
+  b.title = t(`colour.${name}`);
   b.dataset.color = color;
   b.style.background = color;
   b.addEventListener("click", () => {
@@ -819,24 +890,22 @@ $("zoom-reset").addEventListener("click", resetView);
 $("clear").addEventListener("click", () => {
   if (!board.strokes.length) return;
   change({ type: "clear", strokes: board.strokes.slice() }, "person")
-    .then(() => notice("Cleared. Undo brings it back."), () => {});
+    .then(() => notice(t("edit.cleared")), () => {});
 });
 $("send").addEventListener("click", () => {
   const data = boundedSnapshot();
-  notice(sendEvent("snapshot", data)
-    ? `Sent ${data.strokes.length} ${data.strokes.length === 1 ? "stroke" : "strokes"} to the agent`
-    : "Could not send");
+  notice(sendEvent("snapshot", data) ? t("send.sent", { count: data.strokes.length }) : t("send.failed"));
 });
 for (const item of document.querySelectorAll("#export-menu [data-format]")) {
   item.addEventListener("click", async () => {
     $("export-menu").hidePopover();
     const format = item.dataset.format;
-    notice(`Saving ${format.toUpperCase()}…`);
+    notice(t("export.saving", { format: format.toUpperCase() }));
     try {
       const saved = await exportBoard(format);
-      notice(`Saved ${saved.name}`);
+      notice(t("export.saved", { name: saved.name }));
     } catch (error) {
-      notice(`Not saved (${error.code || "error"})`);
+      notice(t("board.not_saved", { code: error.code || "error" }));
     }
   });
 }
@@ -878,6 +947,8 @@ setTool("pen");
 setColour(pen.color);
 setWidth(pen.width);
 (async () => {
+  const context = await LineUpApp.context();
+  if (setLocale(context.locale)) updateChrome();
   load(await LineUpApp.state.get());
   paintBoard();
   await LineUpApp.ready().catch(() => {});

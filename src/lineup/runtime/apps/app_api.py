@@ -11,7 +11,9 @@ of this app's scope and conversation).
 Methods (docs/miniapps.md has the SDK face):
 
 - ``context.get``: who the app is here (ids, scope, version, its sub-session and the
-  instance it continues, if any).
+  instance it continues, if any) and ``locale``, the person's language as a BCP 47 tag
+  (``preferences.person_locale``: the one they chose, else their newest tab's; read
+  afresh on every call, so a change shows on the next ``context.get``).
 - ``lifecycle.ready`` (the app finished starting), ``lifecycle.requestForeground`` /
   ``requestBackground`` / ``requestClose``: requests; the kernel decides.
 - ``tools.list``: the calls bound to the instance still waiting for the app (every
@@ -42,6 +44,7 @@ import msgspec
 
 from lineup.protocol import ErrorCode
 
+from .. import preferences
 from ..capabilities.calls import State as CallState
 from ..capabilities.gateway import CallKey, CapabilityCall, CapabilityGateway
 from ..store import RuntimeStore
@@ -175,6 +178,7 @@ class AppApi:
             "app_session_id": await self._kernel.app_session_id(record.instance_id),
             "continues_instance_id": record.parent_instance_id,
             "state": str(record.state),
+            "locale": await self._store.db.read(preferences.person_locale),
         }
 
     async def _ready(self, caller: _Caller, params: dict[str, Any]) -> Any:
