@@ -113,8 +113,14 @@ async def test_a_tab_s_hello_tells_the_agent_the_language(
             await next_frame(ws, "snapshot")
         assert runtime.inventory.locale == "zh-CN"
         assert runtime.inventory.revision != before
-        queued = published(tmp_path / "runtime" / STORE_FILE)
-        assert queued[-1] == (pair.conversation_id, runtime.inventory.revision, "zh-CN")
+        # Queued to the conversation in the same write (the outbox row itself goes once
+        # the AppServer has it, so the durable mark is what is read here).
+        conn = sqlite3.connect(f"file:{tmp_path / 'runtime' / STORE_FILE}?mode=ro", uri=True)
+        try:
+            marks = dict(conn.execute("SELECT conversation_id, revision FROM inventory_published"))
+        finally:
+            conn.close()
+        assert marks[pair.conversation_id] == runtime.inventory.revision
 
         # The agent hears it: the inventory it receives now carries the language.
         async with asyncio.timeout(15):
