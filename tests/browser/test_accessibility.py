@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -119,8 +119,8 @@ async def localized(
 
 
 @pytest.fixture
-def audit(localized: tuple[Page, PageWatch], request: pytest.FixtureRequest) -> Iterator[Audit]:
-    yield Audit(localized[0], request.node.name)
+def audit(localized: tuple[Page, PageWatch], request: pytest.FixtureRequest) -> Audit:
+    return Audit(localized[0], request.node.name)
 
 
 @pytest.fixture

@@ -83,7 +83,7 @@ def _install(prefix: Path) -> None:
         "--loglevel=error",
     ]
     try:
-        done = subprocess.run(  # noqa: S603 (a fixed command)
+        done = subprocess.run(
             command, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False
         )
     except subprocess.TimeoutExpired:
