@@ -28,13 +28,7 @@ from tests.browser.test_subsessions import CHOICE, NOTES, choice, open_started
 from tests.conftest import Pair
 from tests.support.appserver import AppServerProcess
 from tests.support.axe import AxeUnavailable, Violation, axe_script, describe, serious_violations
-from tests.support.browser import (
-    DEFAULT_TIMEOUT_MS,
-    VIEWPORT,
-    PageWatch,
-    is_local,
-    save_screenshot,
-)
+from tests.support.browser import PageWatch, save_screenshot
 from tests.support.browser_interactions import (
     PASSWORD,
     ShiftClock,
@@ -44,10 +38,10 @@ from tests.support.browser_interactions import (
     tool_call,
 )
 from tests.support.capability_calls import app_call
+from tests.support.localized import LOCALES, localized_page
 from tests.support.sdk_agent import sdk_conversation
 from tests.support.webhost import Client, serving
 
-LOCALES = ("en", "zh-CN")
 SCHEMES = ("light", "dark")
 CONFIRM, INPUT, NOTICE = "interact.confirm", "interact.input", "interact.notice"
 APP_FRAME = "#app-area-frame iframe.app-frame:not([hidden])"
@@ -102,20 +96,10 @@ class Audit:
 
 
 @pytest.fixture
-async def localized(
-    browser: Browser, locale: str, request: pytest.FixtureRequest
-) -> AsyncIterator[tuple[Page, PageWatch]]:
+async def localized(browser: Browser, locale: str) -> AsyncIterator[tuple[Page, PageWatch]]:
     """A fresh 1280x800 page whose browser asks for ``locale``."""
-    context = await browser.new_context(viewport=VIEWPORT, locale=locale)
-    context.set_default_timeout(DEFAULT_TIMEOUT_MS)
-    watch = PageWatch()
-    await context.route(lambda url: not is_local(url), watch.block_non_local)
-    page = await context.new_page()
-    watch.attach(page)
-    try:
-        yield page, watch
-    finally:
-        await context.close()
+    async with localized_page(browser, locale) as made:
+        yield made
 
 
 @pytest.fixture

@@ -6,17 +6,21 @@ capability request, switches between and closes apps in the dock, and folds and 
 the question over an app. Focus moves to a new question or dialog and comes back to
 where it was after; dialogs keep focus inside and close on Escape where the spec lets
 them; a new message is said once by the announcer, the timeline itself is no live
-region."""
+region. In both languages: the walk names nothing the shell translates."""
 
 from __future__ import annotations
 
-from playwright.async_api import Page, expect
+from collections.abc import AsyncIterator
+
+import pytest
+from playwright.async_api import Browser, Page, expect
 
 from tests.browser.test_subsessions import CHOICE, NOTES, choice, open_started
 from tests.browser.test_timeline_scroll import talk
 from tests.support.browser import PageWatch
 from tests.support.browser_interactions import PASSWORD, chat_id, tool_call, tool_result
 from tests.support.capability_calls import app_call, app_result
+from tests.support.localized import LOCALES, localized_page
 from tests.support.webhost import Client
 
 ACTIVE = "() => { const a = document.activeElement; return a ? a.outerHTML.slice(0, 120) : '' }"
@@ -30,6 +34,14 @@ LISTEN = """() => {
     if (text) window.__said.push(text);
   }).observe(region, { childList: true, characterData: true, subtree: true });
 }"""
+
+
+@pytest.fixture(params=LOCALES)
+async def localized(
+    browser: Browser, request: pytest.FixtureRequest
+) -> AsyncIterator[tuple[Page, PageWatch]]:
+    async with localized_page(browser, str(request.param)) as made:
+        yield made
 
 
 async def tab_to(page: Page, selector: str, *, back: bool = False, most: int = 60) -> None:
@@ -53,8 +65,9 @@ async def said(page: Page) -> list[str]:
 
 
 async def test_everything_with_the_keyboard_alone(
-    page: Page, page_watch: PageWatch, client: Client
+    localized: tuple[Page, PageWatch], client: Client
 ) -> None:
+    page, page_watch = localized
     await talk(client, 130)  # more than one page of history
     await page.goto(client.url + "/")
     await expect(page).to_have_url(client.url + "/login")
@@ -133,6 +146,18 @@ async def test_everything_with_the_keyboard_alone(
     await expect(field).to_have_attribute("data-interaction-state", "answered")
     await expect(page.locator("#input")).to_be_focused()
     assert (await tool_result(client, "i1"))["result"] == {"text": "Ada"}
+
+    # While the person types, a new question takes no focus: the announcer says it.
+    await page.keyboard.type("half a thought")
+    await tool_call(client, "interact.input", {"prompt": "Anything else?"}, "i2")
+    await expect(page.locator(".item.interaction").filter(has_text="Anything else?")).to_have_count(
+        1
+    )
+    await expect(page.locator("#announcer")).to_have_text("Anything else?")
+    await expect(page.locator("#input")).to_be_focused()
+    await expect(page.locator("#input")).to_have_value("half a thought")
+    await page.keyboard.press("Control+A")
+    await page.keyboard.press("Backspace")
 
     # A notice: its toast is dismissed with the keyboard (Shift+Tab from the composer).
     await tool_call(client, "interact.notice", {"text": "Saved your notes."}, "n1")

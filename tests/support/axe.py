@@ -81,6 +81,10 @@ def _install(prefix: Path) -> None:
         "--no-fund",
         "--no-save",
         "--loglevel=error",
+        # An unreachable registry says so in seconds, not after npm's minute of retries.
+        "--fetch-retries=2",
+        "--fetch-retry-mintimeout=2000",
+        "--fetch-retry-maxtimeout=10000",
     ]
     try:
         done = subprocess.run(
@@ -92,10 +96,12 @@ def _install(prefix: Path) -> None:
             " is the npm registry reachable?"
         ) from None
     if done.returncode != 0:
-        lines = [line for line in done.stderr.splitlines() if line.strip()]
-        last = lines[-1] if lines else f"exit {done.returncode}"
+        lines = [line.removeprefix("npm error").strip() for line in done.stderr.splitlines()]
+        # The line that says why (FetchError ..., 404 ...), else the error code.
+        why = next((line for line in lines if "Error" in line or " 404 " in line), None)
+        why = why or next((line for line in lines if line), f"exit {done.returncode}")
         raise AxeUnavailable(
-            f"npm install axe-core@{AXE_VERSION} failed (is the npm registry reachable?): {last}"
+            f"npm install axe-core@{AXE_VERSION} failed (is the npm registry reachable?): {why}"
         )
 
 

@@ -559,8 +559,8 @@ export function interactionArrived(item, before) {
 }
 
 // A new question takes focus when the person is not in the middle of something (focus
-// on the page, the timeline or an empty composer); once it is answered or closed, focus
-// goes back to where it was.
+// on the page, the timeline or an empty composer), else the announcer says it; once it
+// is answered or closed, focus goes back to where it was.
 const focusReturn = new Map(); // interaction id -> the element focused before
 function focusQuestion(item, before) {
   const id = item.data.interaction_id;
@@ -568,7 +568,10 @@ function focusQuestion(item, before) {
   if (!before && item.data.state === "pending" && item.data.kind !== "notice") {
     const idle = !active || active === document.body || active.id === "timeline" || (active.id === "input" && !active.value);
     const card = idle && context.rowOf(item.key)?.querySelector(".card");
-    if (!card) return;
+    if (!card) {
+      if (argumentsOf(item).prompt) announce(argumentsOf(item).prompt); // said, not focused: they are busy
+      return;
+    }
     focusReturn.set(id, active);
     card.focus({ preventScroll: true });
   } else if (before && item.data.state !== "pending" && focusReturn.has(id)) {
