@@ -77,6 +77,7 @@ class Audit:
 
     async def check(self, state: str) -> None:
         self.states.append(state)
+        await save_screenshot(self.page, self.name, state)  # what was checked, to look at
         for scheme in SCHEMES:
             await self.page.emulate_media(color_scheme=scheme)
             violations = [
@@ -86,7 +87,6 @@ class Audit:
             ]
             if violations:
                 self.found[f"{state} ({scheme})"] = violations
-                await save_screenshot(self.page, self.name, f"{state}-{scheme}")
         await self.page.emulate_media(color_scheme="light")
 
     def assert_clean(self) -> None:
