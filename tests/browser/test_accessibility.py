@@ -20,7 +20,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, FrameLocator, Locator, Page, expect
+from playwright.async_api import FrameLocator, Locator, Page, expect
 
 from lineup.host.surface.document import compose
 from lineup.miniapps import bundle_dir, install_bundled
@@ -38,10 +38,10 @@ from tests.support.browser_interactions import (
     tool_call,
 )
 from tests.support.capability_calls import app_call
-from tests.support.localized import LOCALES, localized_page
 from tests.support.sdk_agent import sdk_conversation
 from tests.support.webhost import Client, serving
 
+LOCALES = ("en", "zh-CN")
 SCHEMES = ("light", "dark")
 CONFIRM, INPUT, NOTICE = "interact.confirm", "interact.input", "interact.notice"
 APP_FRAME = "#app-area-frame iframe.app-frame:not([hidden])"
@@ -58,11 +58,6 @@ def _axe_installed() -> None:
         axe_script()
     except AxeUnavailable as exc:
         pytest.fail(str(exc), pytrace=False)
-
-
-@pytest.fixture(params=LOCALES)
-def locale(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 @dataclass
@@ -96,15 +91,8 @@ class Audit:
 
 
 @pytest.fixture
-async def localized(browser: Browser, locale: str) -> AsyncIterator[tuple[Page, PageWatch]]:
-    """A fresh 1280x800 page whose browser asks for ``locale``."""
-    async with localized_page(browser, locale) as made:
-        yield made
-
-
-@pytest.fixture
-def audit(localized: tuple[Page, PageWatch], request: pytest.FixtureRequest) -> Audit:
-    return Audit(localized[0], request.node.name)
+def audit(page: Page, request: pytest.FixtureRequest) -> Audit:
+    return Audit(page, request.node.name)
 
 
 @pytest.fixture
@@ -128,13 +116,13 @@ def state_of(row: Locator, state: str) -> object:
     return expect(row).to_have_attribute("data-interaction-state", state)
 
 
+@pytest.mark.parametrize("page_locale", LOCALES)
 async def test_login_conversation_cards_and_dialogs(
-    localized: tuple[Page, PageWatch], audit: Audit, ui: Client, clock: ShiftClock, locale: str
+    page: Page, page_watch: PageWatch, audit: Audit, ui: Client, clock: ShiftClock, page_locale: str
 ) -> None:
-    page, watch = localized
     await page.goto(ui.url + "/")
     await expect(page).to_have_url(ui.url + "/login")
-    await expect(page.locator("html")).to_have_attribute("lang", locale)
+    await expect(page.locator("html")).to_have_attribute("lang", page_locale)
     await audit.check("login")
     await page.fill("input[name=username]", ui.pair.user_name)
     await page.fill("input[name=password]", "not the password")
@@ -145,7 +133,7 @@ async def test_login_conversation_cards_and_dialogs(
     await page.fill("input[name=password]", PASSWORD)
     await page.click("button[type=submit]")
     await expect(page.locator("#connection")).to_have_attribute("data-state", "connected")
-    await expect(page.locator("html")).to_have_attribute("lang", locale)
+    await expect(page.locator("html")).to_have_attribute("lang", page_locale)
     await audit.check("empty conversation")
 
     conversation = await chat_id(ui)
@@ -279,13 +267,13 @@ async def test_login_conversation_cards_and_dialogs(
     await expect(apps).to_be_hidden()
 
     audit.assert_clean()
-    watch.assert_clean()
+    page_watch.assert_clean()
 
 
+@pytest.mark.parametrize("page_locale", LOCALES)
 async def test_dock_app_area_and_question_overlay(
-    localized: tuple[Page, PageWatch], audit: Audit, client: Client
+    page: Page, page_watch: PageWatch, audit: Audit, client: Client
 ) -> None:
-    page, watch = localized
     await log_in(page, client)
     await open_started(client, "planner")
     _, sid = await open_started(client, NOTES)
@@ -311,17 +299,17 @@ async def test_dock_app_area_and_question_overlay(
     await audit.check("back to chat, the app's group open with its question")
 
     audit.assert_clean()
-    watch.assert_clean()
+    page_watch.assert_clean()
 
 
 def app_frame(page: Page) -> FrameLocator:
     return page.frame_locator(APP_FRAME)
 
 
+@pytest.mark.parametrize("page_locale", LOCALES)
 async def test_reference_miniapps(
-    localized: tuple[Page, PageWatch], audit: Audit, client: Client
+    page: Page, page_watch: PageWatch, audit: Audit, client: Client
 ) -> None:
-    page, watch = localized
     for name in ("whiteboard", "draw_guess", "task_dashboard"):
         await client.runtime.registry.install_bundle(bundle_dir(name), enable=True)
     await log_in(page, client)
@@ -361,11 +349,13 @@ async def test_reference_miniapps(
         await audit.check("dock with three apps")
 
     audit.assert_clean()
-    watch.assert_clean()
+    page_watch.assert_clean()
 
 
+@pytest.mark.parametrize("page_locale", LOCALES)
 async def test_focus_timer_card_and_a_failed_send(
-    localized: tuple[Page, PageWatch],
+    page: Page,
+    page_watch: PageWatch,
     audit: Audit,
     client_own_server: Client,
     own_appserver: AppServerProcess,
@@ -373,7 +363,6 @@ async def test_focus_timer_card_and_a_failed_send(
     from lineup.demo import publish_sample_app
     from tests.browser.test_ui_surfaces import agent_sends
 
-    page, watch = localized
     client = client_own_server
     published = publish_sample_app(own_appserver.data_dir)
     await client.runtime.delivery.trust_key(published.key)
@@ -408,5 +397,5 @@ async def test_focus_timer_card_and_a_failed_send(
     await expect(mine).to_have_attribute("data-state", "failed")
     await audit.check("offline, a failed send")
     audit.assert_clean()
-    watch.failed_requests.clear()  # the surface origin's requests while it went away
-    assert not watch.page_errors, watch.page_errors
+    page_watch.failed_requests.clear()  # the surface origin's requests while it went away
+    assert not page_watch.page_errors, page_watch.page_errors

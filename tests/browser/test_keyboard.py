@@ -10,17 +10,14 @@ region. In both languages: the walk names nothing the shell translates."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-from playwright.async_api import Browser, Page, expect
+from playwright.async_api import Page, expect
 
 from tests.browser.test_subsessions import CHOICE, NOTES, choice, open_started
 from tests.browser.test_timeline_scroll import talk
 from tests.support.browser import PageWatch
 from tests.support.browser_interactions import PASSWORD, chat_id, tool_call, tool_result
 from tests.support.capability_calls import app_call, app_result
-from tests.support.localized import LOCALES, localized_page
 from tests.support.webhost import Client
 
 ACTIVE = "() => { const a = document.activeElement; return a ? a.outerHTML.slice(0, 120) : '' }"
@@ -34,14 +31,6 @@ LISTEN = """() => {
     if (text) window.__said.push(text);
   }).observe(region, { childList: true, characterData: true, subtree: true });
 }"""
-
-
-@pytest.fixture(params=LOCALES)
-async def localized(
-    browser: Browser, request: pytest.FixtureRequest
-) -> AsyncIterator[tuple[Page, PageWatch]]:
-    async with localized_page(browser, str(request.param)) as made:
-        yield made
 
 
 async def tab_to(page: Page, selector: str, *, back: bool = False, most: int = 60) -> None:
@@ -64,10 +53,10 @@ async def said(page: Page) -> list[str]:
     return list(await page.evaluate("() => window.__said"))
 
 
+@pytest.mark.parametrize("page_locale", ["en", "zh-CN"])
 async def test_everything_with_the_keyboard_alone(
-    localized: tuple[Page, PageWatch], client: Client
+    page: Page, page_watch: PageWatch, client: Client
 ) -> None:
-    page, page_watch = localized
     await talk(client, 130)  # more than one page of history
     await page.goto(client.url + "/")
     await expect(page).to_have_url(client.url + "/login")
