@@ -101,7 +101,7 @@ function announceMessage(item) {
   const body = document.createElement("template");
   body.innerHTML = policy.createHTML(item.html || "");
   const text = body.content.textContent.replace(/\s+/g, " ").trim();
-  if (text) announce(item.sender_id ? `${item.sender_id}: ${text}` : text);
+  if (text) announce(text); // who says it is the conversation's one agent, named on the page
 }
 
 function showFresh() {
