@@ -431,7 +431,9 @@ function redraw() {
     if (rendered.get(key)?.li === child) rendered.delete(key);
   });
   $("empty").hidden = items.length > 0;
+  const olderFocused = document.activeElement === $("older"); // the person paged back
   $("older").hidden = state.complete || !state.floor;
+  if (olderFocused && $("older").hidden) $("timeline").focus({ preventScroll: true }); // not lost to the page
   acknowledgeShown();
   refreshOverlay();
   refreshWaiting();

@@ -555,6 +555,32 @@ export function interactionArrived(item, before) {
   } else if (before && before.data.state !== item.data.state) {
     if (ANNOUNCED.has(item.data.state)) announce(t(`cards.announce.${item.data.state}`));
   }
+  focusQuestion(item, before);
+}
+
+// A new question takes focus when the person is not in the middle of something (focus
+// on the page, the timeline or an empty composer), else the announcer says it; once it
+// is answered or closed, focus goes back to where it was.
+const focusReturn = new Map(); // interaction id -> the element focused before
+function focusQuestion(item, before) {
+  const id = item.data.interaction_id;
+  const active = document.activeElement;
+  if (!before && item.data.state === "pending" && item.data.kind !== "notice") {
+    const idle = !active || active === document.body || active.id === "timeline" || (active.id === "input" && !active.value);
+    const card = idle && context.rowOf(item.key)?.querySelector(".card");
+    if (!card) {
+      if (argumentsOf(item).prompt) announce(argumentsOf(item).prompt); // said, not focused: they are busy
+      return;
+    }
+    focusReturn.set(id, active);
+    card.focus({ preventScroll: true });
+  } else if (before && item.data.state !== "pending" && focusReturn.has(id)) {
+    const back = focusReturn.get(id);
+    focusReturn.delete(id);
+    const card = context.rowOf(item.key)?.querySelector(".card");
+    const here = document.activeElement;
+    if (back?.isConnected && (!here || here === document.body || card?.contains(here))) back.focus({ preventScroll: true });
+  }
 }
 
 // Drafts leave before the page does (a reload keeps them in the Runtime).

@@ -126,6 +126,9 @@ function renderEntry(record, focused) {
   front.title = `${nameOf(record)} (${record.app_scope})${waiting ? ` \u00b7 ${waitingText(waiting)}` : ""}`;
   front.append(head);
   front.append(el("span", `dock-state state-${record.state}`, stateText(record.state)));
+  // The name starts with what is seen (WCAG 2.5.3, label in name), its words apart.
+  for (const part of [front.querySelector(".dock-waiting"), front.lastChild]) part?.before(" ");
+  front.setAttribute("aria-label", `${front.textContent.trim()} \u00b7 ${front.getAttribute("aria-label")}`);
   const back = button(
     "dock-back",
     "\u2013",

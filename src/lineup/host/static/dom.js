@@ -53,7 +53,9 @@ export function showToast(level, body) {
   let timer = null;
   const hide = () => {
     clearTimeout(timer);
+    const home = toast.contains(document.activeElement) && (toast.closest("dialog")?.querySelector("button") || $("input"));
     toast.remove();
+    if (home) home.focus({ preventScroll: true }); // focus is not lost to the page
   };
   const arm = () => {
     clearTimeout(timer);

@@ -12,7 +12,7 @@
 // app.js tells this module about rows (arrived, older rows put in) and asks it
 // whether the person is at the bottom; it never reads the DOM of rows itself.
 
-import { $ } from "./dom.js";
+import { $, announce, policy } from "./dom.js";
 import { t } from "./i18n.js";
 
 const STICK_PX = 24; // this close to the end counts as "at the bottom"
@@ -87,11 +87,21 @@ export function toNewest() {
 
 // A row was added at the end. Seen when pinned; counted when the person reads history.
 export function arrived(item) {
+  if (item.kind === "message" && item.sender !== "user") announceMessage(item);
   if (view.pinned) return;
   if (item.sender === "user") return; // their own message: they know
   view.fresh += 1;
   if (item.kind === "interaction" && item.data.state === "pending") view.question = true;
   showFresh();
+}
+
+// A new message from someone else is said once, by the announcer: the timeline itself
+// is no live region (it would say every row redrawn, every page of history put in).
+function announceMessage(item) {
+  const body = document.createElement("template");
+  body.innerHTML = policy.createHTML(item.html || "");
+  const text = body.content.textContent.replace(/\s+/g, " ").trim();
+  if (text) announce(text); // who says it is the conversation's one agent, named on the page
 }
 
 function showFresh() {

@@ -586,7 +586,7 @@ function setTool(tool) {
   commitText();
   pen.tool = tool;
   stage.dataset.tool = tool;
-  for (const b of document.querySelectorAll("[data-tool]")) {
+  for (const b of document.querySelectorAll("button[data-tool]")) {
     const on = b.dataset.tool === tool;
     b.setAttribute("aria-checked", String(on));
     b.tabIndex = on ? 0 : -1;
