@@ -366,9 +366,9 @@ async def test_focus_timer_card_and_a_failed_send(
     client = client_own_server
     published = publish_sample_app(own_appserver.data_dir)
     await client.runtime.delivery.trust_key(published.key)
-    await client.runtime.delivery.install("dev.lineup.focus-timer", "1.0.0")
+    await client.runtime.delivery.install("dev.lineup.focus-timer", "1.1.0")
     await log_in(page, client)
-    app = {"id": "dev.lineup.focus-timer", "version": "1.0.0", "surface": "card"}
+    app = {"id": "dev.lineup.focus-timer", "version": "1.1.0", "surface": "card"}
     payload = {
         "instance_id": "t1",
         "app": {**app, "name": "Focus Timer"},

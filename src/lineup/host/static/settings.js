@@ -76,11 +76,9 @@ function chooseLanguage(value, apply) {
   if (!send({ op: "locale", locale })) return;
   reloading = true;
   apply.disabled = true;
-  // The Runtime answers a tab's frames in order: the grants that follow come once the
-  // choice is stored, and then the page opens again in it. (app.js also reloads every
-  // tab on the Runtime's {op: "locale"}; reloading twice is harmless.)
+  // Once the choice is stored, the Runtime tells every tab ({op: "locale", choice}) and
+  // app.js opens the page again in it, this one included.
   sessionStorage.setItem(REOPENED, "1");
-  send({ op: "grants" });
 }
 
 function build() {
@@ -136,10 +134,6 @@ export function initSettings(context) {
 }
 
 export function onGrants(frame) {
-  if (reloading) {
-    location.reload();
-    return;
-  }
   if (!dialog) return;
   const list = dialog.querySelector(".settings-grants");
   list.replaceChildren(
