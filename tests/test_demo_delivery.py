@@ -208,6 +208,7 @@ async def test_timer_asks_to_install_then_opens_the_installed_version(
     sample = publish_sample_app(own_appserver.data_dir)
     pair = await make_pair(own_appserver)
     runtime: Runtime = await logged_in(own_appserver, pair, tmp_path / "runtime")
+    await runtime.locale_seen("en")  # a tab showed English: the agent greets
     await trust_sample_publisher(runtime, sample.key)
     log = EventLog(runtime)
     agent = build_demo_agent(
@@ -257,6 +258,7 @@ async def test_timer_refuses_a_bad_duration(
     pair: Pair, appserver: AppServerProcess, tmp_path: Path
 ) -> None:
     runtime = await logged_in(appserver, pair, tmp_path / "runtime")
+    await runtime.locale_seen("en")  # a tab showed English: the agent greets
     log = EventLog(runtime)
     agent = build_demo_agent(
         Agent(appserver.url, pair.agent_key, backoff=FAST, cursor_path=tmp_path / "c.json")

@@ -54,6 +54,7 @@ async def test_the_timer_s_done_is_answered_while_a_question_waits(
     sample = publish_sample_app(own_appserver.data_dir)
     pair = await make_pair(own_appserver)
     runtime: Runtime = await logged_in(own_appserver, pair, tmp_path / "runtime")
+    await runtime.locale_seen("en")  # a tab showed English: the agent greets
     await trust_sample_publisher(runtime, sample.key)
     log = EventLog(runtime)
     agent = demo_agent(own_appserver, pair, tmp_path)
@@ -88,6 +89,7 @@ async def test_the_whiteboard_s_strokes_get_an_answer(
     pair: Pair, appserver: AppServerProcess, tmp_path: Path
 ) -> None:
     runtime = await logged_in(appserver, pair, tmp_path / "runtime")
+    await runtime.locale_seen("en")  # a tab showed English: the agent greets
     await install_bundled(runtime)
     log = EventLog(runtime)
     async with runtime_running(runtime), running(demo_agent(appserver, pair, tmp_path)):
@@ -137,6 +139,7 @@ async def test_chat_is_answered_while_a_game_waits_for_the_guess(
     pair: Pair, appserver: AppServerProcess, tmp_path: Path
 ) -> None:
     runtime = await logged_in(appserver, pair, tmp_path / "runtime")
+    await runtime.locale_seen("en")  # a tab showed English: the agent greets
     await install_bundled(runtime)
     log = EventLog(runtime)
     seen: set[str] = set()

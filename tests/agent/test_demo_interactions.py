@@ -55,6 +55,7 @@ async def test_demo_commands_ask_through_the_runtime_and_use_the_answers(
     pair: Pair, appserver: AppServerProcess, tmp_path: Path
 ) -> None:
     runtime = await logged_in(appserver, pair, tmp_path / "runtime")
+    await runtime.locale_seen("en")  # a tab showed English: the agent greets
     log = EventLog(runtime)
     agent = build_demo_agent(
         Agent(appserver.url, pair.agent_key, backoff=FAST, cursor_path=tmp_path / "c.json")

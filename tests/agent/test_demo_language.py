@@ -89,10 +89,43 @@ async def test_the_demo_agent_answers_in_chinese_when_the_person_reads_chinese(
     await runtime.close()
 
 
+async def test_the_greeting_waits_for_the_person_s_first_tab_and_speaks_its_language(
+    pair: Pair, appserver: AppServerProcess, tmp_path: Path
+) -> None:
+    """The conversation exists before the person opens their client (``lineup demo``
+    makes it at start): the greeting comes when a tab first shows its language, in it,
+    not in English before anyone is there."""
+    runtime = await logged_in(appserver, pair, tmp_path / "runtime")
+    log = EventLog(runtime)
+    agent = demo_agent(appserver, pair, tmp_path)
+    async with runtime_running(runtime), running(agent):
+        await asyncio.wait_for(_inventory_seen(agent, pair), 20)  # no language in it yet
+        await asyncio.sleep(1.0)  # a greeting sent without a language would be here by now
+        assert agent_replies(log) == []
+        await runtime.locale_seen("zh-CN")  # the person's first tab, in Chinese
+        await log.until(lambda: len(agent_replies(log)) == 1)
+        assert agent_replies(log) == ["你好！输入 `/help` 看看我能做什么。"]
+        await runtime.locale_seen("en")  # another tab: a new language, no second greeting
+        assert await reply_to(runtime, log, pair, "hello") == "You said: hello"
+        assert agent_replies(log)[0] == "你好！输入 `/help` 看看我能做什么。"
+        assert len(agent_replies(log)) == 2
+    await runtime.close()
+
+
+async def _inventory_seen(agent: Agent, pair: Pair) -> None:
+    while True:
+        conversation = agent.conversations.get(pair.conversation_id)
+        if conversation is not None and conversation.inventory is not None:
+            assert conversation.locale is None
+            return
+        await asyncio.sleep(0.05)
+
+
 async def test_the_demo_agent_answers_in_english_otherwise(
     pair: Pair, appserver: AppServerProcess, tmp_path: Path
 ) -> None:
     runtime = await logged_in(appserver, pair, tmp_path / "runtime")
+    await runtime.locale_seen("en")  # a tab showed English: the agent greets
     log = EventLog(runtime)
     agent = demo_agent(appserver, pair, tmp_path)
     async with runtime_running(runtime), running(agent):
@@ -142,11 +175,15 @@ async def test_an_inventory_without_a_language_is_an_older_runtime_s_english(
     )
     assert (await pair.user.post(pair.conversation_id, inventory)).status_code == 201
     async with running(demo_agent(appserver, pair, tmp_path)) as agent:
-        texts = await asyncio.wait_for(wait_for_texts(pair, 1), 20)
+        # No language said, so no greeting on its own: it comes, in English, with the
+        # first answer.
+        message = envelope(pair.conversation_id, "user", pair.user.id, text="hi")
+        assert (await pair.user.post(pair.conversation_id, message)).status_code == 201
+        texts = await asyncio.wait_for(wait_for_texts(pair, 2), 20)
         conversation = agent.conversations[pair.conversation_id]
         assert await conversation.known_locale() is None
         assert conversation.inventory is not None and conversation.locale is None
-    assert texts == ["Hello! Type `/help` to see what I can do."]
+    assert texts == ["Hello! Type `/help` to see what I can do.", "You said: hi"]
 
 
 def test_the_commands_and_their_chinese_names() -> None:

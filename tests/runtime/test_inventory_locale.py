@@ -57,8 +57,8 @@ async def test_the_inventory_says_the_person_s_language_and_each_change_once(
     path = tmp_path / STORE_FILE
     runtime = await with_conversations(tmp_path)
     try:
-        assert runtime.inventory.locale == "en"  # nothing known yet: English
-        assert published(path) == [("conv-a", "inv-1", "en"), ("conv-b", "inv-1", "en")]
+        assert runtime.inventory.locale is None  # nothing known yet: not said, not guessed
+        assert published(path) == [("conv-a", "inv-1", None), ("conv-b", "inv-1", None)]
 
         await runtime.locale_seen("zh-CN")  # a tab showed Chinese
         assert (runtime.inventory.revision, runtime.inventory.locale) == ("inv-2", "zh-CN")
@@ -105,7 +105,7 @@ async def test_a_tab_s_hello_tells_the_agent_the_language(
         pair.agent.stream() as agent,
     ):
         runtime = client.runtime
-        assert runtime.inventory.locale == "en"
+        assert runtime.inventory.locale is None
         before = runtime.inventory.revision
         await agent.subscribe(all=True)
         async with tab(client) as ws:

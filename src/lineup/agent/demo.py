@@ -21,13 +21,26 @@ from datetime import timedelta
 from importlib import resources
 
 from lineup.i18n import DEFAULT, Catalogues, canonical
-from lineup.protocol import Envelope, ErrorCode, MessageEnvelope, UiEventEnvelope
+from lineup.protocol import (
+    ClientInventoryEnvelope,
+    Envelope,
+    ErrorCode,
+    MessageEnvelope,
+    UiEventEnvelope,
+)
 from lineup.protocol.fields import MAX_TEXT_CHARS
 
 from .agent import Agent
 from .apps import AppInstance
 from .conversation import Conversation
-from .errors import CapabilityError, Dismissed, Expired, InteractionError, ToolCallError
+from .errors import (
+    CapabilityError,
+    Dismissed,
+    Expired,
+    InteractionError,
+    SendRejected,
+    ToolCallError,
+)
 
 CATALOGUES = Catalogues(resources.files("lineup.agent").joinpath("demo_locales"))
 """The demo agent's words, one catalogue per language (its own, not the client's)."""
@@ -68,9 +81,6 @@ TIMER_MINUTES = 25
 MAX_TIMER_MINUTES = 600
 INVENTORY_WAIT = 10.0
 """Seconds ``/timer`` waits for a first inventory when none is known yet."""
-GREETING_WAIT = 3.0
-"""Seconds the greeting waits for a first inventory (it tells the person's language):
-a new conversation's comes a moment after the conversation itself."""
 SUN_WORDS = frozenset({"sun", "太阳"})
 """What counts as a right guess of round A's sun, in either language."""
 
@@ -105,17 +115,40 @@ def command_of(text: str) -> tuple[str, str]:
 
 
 def build_demo_agent(agent: Agent) -> Agent:
+    # The greeting is in the person's language, so it waits until the Runtime knows it:
+    # at once when it does, else when its inventory first says it (the person opened
+    # their client), else before the first answer (a client that never says). A fixed
+    # id makes it one message however often it is sent, across restarts too.
+    greeted: set[str] = set()
+
+    async def greet(conversation: Conversation, locale: str | None) -> None:
+        if conversation.id in greeted:
+            return
+        greeted.add(conversation.id)
+        try:
+            await conversation.send_markdown(
+                speech(locale)("welcome"), envelope_id=f"welcome.{conversation.id}"[:128]
+            )
+        except SendRejected as exc:
+            if exc.code != ErrorCode.CONFLICT:
+                raise  # conflict: greeted before this run (at another time, maybe in
+                # another language); that greeting stands
+
     @agent.on_conversation
     async def welcome(conversation: Conversation) -> None:
-        say = await speech_for(conversation, wait=GREETING_WAIT)
-        # A fixed id makes the greeting idempotent across restarts.
-        await conversation.send_markdown(
-            say("welcome"), envelope_id=f"welcome.{conversation.id}"[:128]
-        )
+        locale = conversation.locale or await conversation.known_locale()
+        if locale is not None:
+            await greet(conversation, locale)
+
+    @agent.on_event("lineup.v1.client.inventory", concurrent=True)
+    async def language_known(conversation: Conversation, envelope: Envelope) -> None:
+        if isinstance(envelope, ClientInventoryEnvelope) and envelope.payload.locale:
+            await greet(conversation, envelope.payload.locale)
 
     @agent.on_message(concurrent=True)
     async def answer(conversation: Conversation, message: MessageEnvelope) -> None:
         say = await speech_for(conversation)
+        await greet(conversation, conversation.locale)
         command, rest = command_of(message.payload.text)
         reply_id = f"reply.{message.id}"[:128]
         reply: str | None

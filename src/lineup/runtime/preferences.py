@@ -11,6 +11,7 @@ from .txn import RuntimeTxn, Sql
 __all__ = [
     "LOCALE",
     "SEEN_LOCALE",
+    "known_locale",
     "locale_choice",
     "person_locale",
     "set_locale_choice_txn",
@@ -44,9 +45,9 @@ def set_locale_choice_txn(txn: RuntimeTxn, choice: str | None) -> None:
     txn.emit(LocaleChosen(choice))
 
 
-def person_locale(conn: Sql) -> str:
-    """The person's language: the one chosen, else the one their newest tab showed,
-    else English."""
+def known_locale(conn: Sql) -> str | None:
+    """The person's language as far as it is known: the one chosen, else the one their
+    newest tab showed; ``None`` before either (what agents are told: not a guess)."""
     rows = dict(
         conn.execute(
             "SELECT name, value FROM preferences WHERE name IN (?, ?)", (LOCALE, SEEN_LOCALE)
@@ -55,7 +56,13 @@ def person_locale(conn: Sql) -> str:
     for name in (LOCALE, SEEN_LOCALE):
         if rows.get(name) in LOCALES:
             return str(rows[name])
-    return DEFAULT
+    return None
+
+
+def person_locale(conn: Sql) -> str:
+    """The person's language: ``known_locale``, else English (what apps are told: a
+    page must be in some language)."""
+    return known_locale(conn) or DEFAULT
 
 
 def set_seen_locale_txn(txn: RuntimeTxn, locale: str) -> bool:

@@ -29,7 +29,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from lineup import wire
-from lineup.i18n import DEFAULT
 from lineup.protocol import (
     ErrorCode,
     InteractionDismissEnvelope,
@@ -57,9 +56,10 @@ __all__ = ["DEFAULT_SCOPE", "HANDLERS", "INVENTORY", "Context", "apply_batch", "
 DEFAULT_SCOPE = "chat"
 """Interact's app scope (spec 002 §2.1 keeps the compatible name ``chat``)."""
 
-INVENTORY = build_inventory(revision=INITIAL_REVISION, locale=DEFAULT)
-"""What a fresh Runtime advertises to agents: the four standard interactions and
-English (no language known yet), under the first revision (``inv-1``).
+INVENTORY = build_inventory(revision=INITIAL_REVISION)
+"""What a fresh Runtime advertises to agents: the four standard interactions, and no
+language (none is known before a tab shows one or the person chooses), under the first
+revision (``inv-1``).
 ``Runtime.inventory`` is the current one: the registry adds enabled apps and the
 person's language, and bumps the revision whenever the content changes."""
 

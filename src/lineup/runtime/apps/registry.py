@@ -61,7 +61,6 @@ from lineup.formats.manifest import (
     tool_descriptors,
 )
 from lineup.formats.schemas import CompiledTool, compile_tool
-from lineup.i18n import DEFAULT
 from lineup.protocol import AppListEnvelope, ErrorCode
 from lineup.protocol import interactions as ix
 from lineup.protocol.fields import CAPABILITY_NAME_PATTERN, CAPABILITY_VERSION_PATTERN
@@ -492,7 +491,7 @@ def build_inventory(conn: Sql, revision: str | None = None) -> ClientInventory:
         tools.extend(t for t in tool_descriptors(manifest) if _allowed(t, grants))
         capabilities.extend(grants[n] for n in manifest.permissions if n in grants)
     capabilities.extend(c.descriptor for c in host_declared(conn).values())
-    locale = preferences.person_locale(conn)
+    locale = preferences.known_locale(conn)
     made = ix.inventory(tools, applications=applications, revision=revision, locale=locale)
     if not capabilities:
         return made
@@ -601,7 +600,7 @@ def refresh_inventory(txn: RuntimeTxn, now: str) -> tuple[ClientInventory, bool]
     digest = ix.content_digest(content)
     row = txn.execute("SELECT counter, digest FROM inventory_state WHERE id = 1").fetchone()
     if row is None:  # revision 1 is the content of a store without apps nor language
-        changed = digest != ix.content_digest(ix.inventory(locale=DEFAULT))
+        changed = digest != ix.content_digest(ix.inventory())
         counter = 2 if changed else 1
         txn.execute(
             "INSERT INTO inventory_state (id, counter, digest, updated_at) VALUES (1, ?, ?, ?)",
@@ -662,9 +661,7 @@ class AppRegistry:
     ) -> None:
         self._store = store
         self._clock = clock or (lambda: datetime.now(UTC))
-        self.inventory: ClientInventory = initial or ix.inventory(
-            revision=INITIAL_REVISION, locale=DEFAULT
-        )
+        self.inventory: ClientInventory = initial or ix.inventory(revision=INITIAL_REVISION)
         """The inventory advertised now (the last one committed)."""
         store.listen(emit=self._adopt)
 
