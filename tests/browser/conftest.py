@@ -12,8 +12,11 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, Page
 
+from tests.conftest import Pair
+from tests.support.appserver import AppServerProcess
 from tests.support.browser import PageWatch, launch_chromium, new_watched_page, save_screenshot
-from tests.support.webhost import client, client_own_server
+from tests.support.browser_interactions import ShiftClock
+from tests.support.webhost import Client, client, client_own_server, serving
 
 __all__ = ["client", "client_own_server"]
 
@@ -75,3 +78,18 @@ def screenshot(page: Page, request: pytest.FixtureRequest) -> Screenshot:
         return await save_screenshot(page, request.node.name, name)
 
     return take
+
+
+@pytest.fixture
+def clock() -> ShiftClock:
+    """The Runtime's clock for ``ui``: a test moves it (expiries, countdowns)."""
+    return ShiftClock()
+
+
+@pytest.fixture
+async def ui(
+    pair: Pair, appserver: AppServerProcess, tmp_path: Path, clock: ShiftClock
+) -> AsyncIterator[Client]:
+    """A Runtime (on ``clock``) and its Web Host for ``pair``'s user."""
+    async with serving(appserver, pair, tmp_path / "runtime", clock=clock) as made:
+        yield made

@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from playwright.async_api import FrameLocator, Locator, Page, expect
@@ -25,13 +23,13 @@ from playwright.async_api import FrameLocator, Locator, Page, expect
 from lineup.host.surface.document import compose
 from lineup.miniapps import bundle_dir, install_bundled
 from tests.browser.test_subsessions import CHOICE, NOTES, choice, open_started
-from tests.conftest import Pair
 from tests.support.appserver import AppServerProcess
 from tests.support.axe import AxeUnavailable, Violation, axe_script, describe, serious_violations
 from tests.support.browser import PageWatch, save_screenshot
 from tests.support.browser_interactions import (
     PASSWORD,
     ShiftClock,
+    card,
     chat_id,
     dismiss,
     log_in,
@@ -39,7 +37,7 @@ from tests.support.browser_interactions import (
 )
 from tests.support.capability_calls import app_call
 from tests.support.sdk_agent import sdk_conversation
-from tests.support.webhost import Client, serving
+from tests.support.webhost import Client
 
 LOCALES = ("en", "zh-CN")
 SCHEMES = ("light", "dark")
@@ -93,23 +91,6 @@ class Audit:
 @pytest.fixture
 def audit(page: Page, request: pytest.FixtureRequest) -> Audit:
     return Audit(page, request.node.name)
-
-
-@pytest.fixture
-def clock() -> ShiftClock:
-    return ShiftClock()
-
-
-@pytest.fixture
-async def ui(
-    pair: Pair, appserver: AppServerProcess, tmp_path: Path, clock: ShiftClock
-) -> AsyncIterator[Client]:
-    async with serving(appserver, pair, tmp_path / "runtime", clock=clock) as made:
-        yield made
-
-
-def card(page: Page, text: str) -> Locator:
-    return page.locator(".item.interaction").filter(has=page.locator(".card-prompt", has_text=text))
 
 
 def state_of(row: Locator, state: str) -> object:

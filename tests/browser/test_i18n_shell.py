@@ -16,27 +16,25 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.async_api import Locator, Page, expect
+from playwright.async_api import Page, expect
 
 from tests.browser.conftest import Screenshot
-from tests.conftest import Pair
 from tests.support.appserver import AppServerProcess
 from tests.support.browser import PageWatch
 from tests.support.browser_interactions import (
     ShiftClock,
+    card,
     chat_id,
     dismiss,
     log_in,
     tool_call,
 )
 from tests.support.timeline import arrived, say
-from tests.support.webhost import Client, serving
+from tests.support.webhost import Client
 
 CHOICE = "interact.choice"
 CONFIRM = "interact.confirm"
@@ -171,23 +169,6 @@ async def english_words(page: Page, data: list[str]) -> list[str]:
             text = text.replace(known, " ")
         found += [w for w in re.findall(r"[A-Za-z]{3,}", text) if w not in LATIN_OK]
     return found
-
-
-def card(page: Page, text: str) -> Locator:
-    return page.locator(".item.interaction").filter(has=page.locator(".card-prompt", has_text=text))
-
-
-@pytest.fixture
-def clock() -> ShiftClock:
-    return ShiftClock()
-
-
-@pytest.fixture
-async def ui(
-    pair: Pair, appserver: AppServerProcess, tmp_path: Path, clock: ShiftClock
-) -> AsyncIterator[Client]:
-    async with serving(appserver, pair, tmp_path / "runtime", clock=clock) as made:
-        yield made
 
 
 @BOTH

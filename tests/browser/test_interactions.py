@@ -5,52 +5,30 @@ Interact timeline, and the agent reads exactly one ``tool.result`` back."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, Locator, Page, expect
+from playwright.async_api import Browser, Page, expect
 
 from tests.browser.conftest import Screenshot
-from tests.conftest import Pair
-from tests.support.appserver import AppServerProcess
 from tests.support.browser import PageWatch, new_watched_page, save_screenshot
 from tests.support.browser_interactions import (
     DraftWatch,
     ShiftClock,
+    card,
     chat_id,
     dismiss,
     log_in,
     tool_call,
     tool_result,
 )
-from tests.support.webhost import Client, serving
+from tests.support.webhost import Client
 
 CHOICE = "interact.choice"
 CONFIRM = "interact.confirm"
 INPUT = "interact.input"
 NOTICE = "interact.notice"
 CONTROLS = "input, textarea, button"
-
-
-@pytest.fixture
-def clock() -> ShiftClock:
-    return ShiftClock()
-
-
-@pytest.fixture
-async def ui(
-    pair: Pair, appserver: AppServerProcess, tmp_path: Path, clock: ShiftClock
-) -> AsyncIterator[Client]:
-    """A Runtime (on ``clock``) and its Web Host for ``pair``'s user."""
-    async with serving(appserver, pair, tmp_path / "runtime", clock=clock) as made:
-        yield made
-
-
-def card(page: Page, text: str) -> Locator:
-    """The timeline row of the interaction whose prompt (or notice text) has ``text``."""
-    return page.locator(".item.interaction").filter(has=page.locator(".card-prompt", has_text=text))
 
 
 @pytest.mark.headed_path

@@ -13,7 +13,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from playwright.async_api import Page, expect
+from playwright.async_api import Locator, Page, expect
 
 from lineup.runtime import Runtime
 from tests.support.webhost import Client
@@ -151,3 +151,8 @@ class DraftWatch:
                 if self.runtime.drafts().get(interaction_id) == text:
                     return
                 await self._changed.wait()
+
+
+def card(page: Page, text: str) -> Locator:
+    """The timeline row of the interaction whose prompt (or notice text) has ``text``."""
+    return page.locator(".item.interaction").filter(has=page.locator(".card-prompt", has_text=text))

@@ -121,10 +121,9 @@ async def run_client(
         await runtime.logged_in.wait()
         session = runtime.session
         if agent_id is not None and session is not None:
+            # No title of its own: the shell names it in the person's language.
             await runtime.open_conversation(
-                agent_id,
-                conversation_id=conversation_id_for(session.user_id, agent_id),
-                title="Chat",
+                agent_id, conversation_id=conversation_id_for(session.user_id, agent_id)
             )
         try:
             await runtime.run()
