@@ -500,6 +500,20 @@ async def test_a_refused_call_creates_nothing_and_gets_one_rejected_result(
     assert "result" not in payload
 
 
+async def test_a_call_naming_another_runtime_s_newer_inventory_is_left_to_it(
+    h: StoreHarness,
+) -> None:
+    """The person's other Runtime (the desktop window beside the demo) published
+    ``inv-7``; this one is at ``inv-1``: that call is the other's to answer, so this one
+    creates nothing and answers nothing (a stale revision is refused, as above)."""
+    applied = await h.call(A, "theirs", ix.CHOICE, revision="inv-7")
+    (item,) = applied.items
+    assert item.interaction is None
+    assert applied.outbox == []
+    assert h.dump("interactions")["interactions"] == []
+    assert h.dump("refused_calls")["refused_calls"] == []
+
+
 @pytest.mark.parametrize("closed", [False, True])
 async def test_an_app_session_of_this_conversation_and_agent_is_valid_context(
     h: StoreHarness, closed: bool

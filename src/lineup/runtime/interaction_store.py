@@ -112,11 +112,15 @@ def spec_of(record: InteractionRecord) -> Interaction:
 
 def create(txn: RuntimeTxn, received: Received, intent: ToolCallIntent, now: str) -> Outcome | None:
     """Handle a ``tool.call`` whose timeline row was just stored. ``None`` for a
-    duplicate call id (its one result was already decided: nothing is sent again)."""
+    duplicate call id (its one result was already decided: nothing is sent again) and
+    for a call another Runtime of the person's answers (``intent.elsewhere``)."""
     conversation_id = received.conversation_id
     subject = f"{conversation_id}/{intent.call_id}"
     if call_spent(txn, conversation_id, intent.call_id):
         audit(txn, now, "agent", "tool.call", subject, "duplicate", ErrorCode.CALL_ALREADY_FINAL)
+        return None
+    if intent.elsewhere:  # another Runtime of the person's advertised it: that one answers
+        audit(txn, now, "agent", "tool.call", subject, "elsewhere")
         return None
     agent = txn.execute(
         "SELECT agent_id FROM conversations WHERE id = ?", (conversation_id,)

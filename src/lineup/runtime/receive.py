@@ -43,7 +43,7 @@ from lineup.protocol.payloads import ClientInventory
 
 from . import interaction_store, ui_surfaces
 from .apps import instance_store, router
-from .apps.registry import INITIAL_REVISION
+from .apps.registry import INITIAL_REVISION, published_elsewhere
 from .capabilities import call_store
 from .dev_surfaces import DevSurfaces
 from .events import ToolCallsChanged
@@ -292,6 +292,8 @@ def _call_intent(envelope: ToolCallEnvelope, inventory: ClientInventory) -> Tool
         # An ordinary tool: the Tool Router checks it in the apply transaction, against
         # the stored inventory and registry.
         return ToolCallIntent(p.call_id, envelope.sender.id, context, None, None)
+    if published_elsewhere(p.inventory_revision, inventory.revision):
+        return ToolCallIntent(p.call_id, envelope.sender.id, context, None, None, elsewhere=True)
     if p.inventory_revision != inventory.revision:
         refusal = Rejection(
             code=ErrorCode.INVENTORY_REVISION_MISMATCH,

@@ -169,6 +169,10 @@ class ToolCallIntent:
     app_session_id: str | None
     interaction: Interaction | None
     refusal: Rejection | None
+    elsewhere: bool = False
+    """It names an inventory revision newer than any this Runtime published: another
+    Runtime of the person's (the desktop window beside the demo) advertised it, and
+    that one answers; this one stores and answers nothing."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -587,6 +587,20 @@ def publish_app_list(
     )
 
 
+def published_elsewhere(revision: str, current: str) -> bool:
+    """Whether a call's ``revision`` is newer than ``current``, the newest this Runtime
+    published (``inv-<n>``, monotonic): then another Runtime of the person published it
+    (each keeps its own counter), and a call naming it is that one's to answer, not a
+    stale call to refuse."""
+    mine, theirs = _number(current), _number(revision)
+    return mine is not None and theirs is not None and theirs > mine
+
+
+def _number(revision: str) -> int | None:
+    prefix, _, number = revision.partition("-")
+    return int(number) if prefix == "inv" and number.isdigit() and len(number) < 19 else None
+
+
 def revision(conn: Sql) -> str:
     """The inventory revision advertised now (``inv-<n>``)."""
     row = conn.execute("SELECT counter FROM inventory_state WHERE id = 1").fetchone()

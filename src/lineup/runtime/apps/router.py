@@ -234,6 +234,10 @@ def route(txn: RuntimeTxn, received: Received, intent: ToolCallIntent, now: str)
         if agent_id is None or agent_id != intent.sender_id:
             raise _Refused(ErrorCode.SENDER_MISMATCH)
         current = registry.revision(txn)
+        if registry.published_elsewhere(p.inventory_revision, current):
+            # Another Runtime of the person's advertised that inventory: it answers.
+            audit(txn, now, "agent", "tool.call", f"{conversation_id}/{call_id}", "elsewhere")
+            return None
         if p.inventory_revision != current:
             raise _Refused(
                 ErrorCode.INVENTORY_REVISION_MISMATCH,
