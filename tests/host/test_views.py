@@ -125,3 +125,12 @@ async def test_runtime_bookkeeping_is_never_shown(tmp_path: Path) -> None:
     views = [item_view(item) for item in result.items]
     assert [v.kind if v else None for v in views] == [None] * 8 + ["message"]  # ...one shown
     await store.close()
+
+
+def test_the_client_s_own_title_is_left_to_the_shell_s_words() -> None:
+    """The conversation the client opens is titled "Chat" on the AppServer (so other
+    clients agree on it); the shell names it in the person's language instead."""
+    from lineup.host.views import DEFAULT_TITLE, conversation_view
+
+    assert conversation_view("c1", "a1", DEFAULT_TITLE).title == ""
+    assert conversation_view("c1", "a1", "Plans for May").title == "Plans for May"

@@ -114,25 +114,37 @@ def command_of(text: str) -> tuple[str, str]:
     return ALIASES.get(command, command), rest.strip()
 
 
+async def _greet(conversation: Conversation, locale: str | None) -> None:
+    try:
+        await conversation.send_markdown(
+            speech(locale)("welcome"), envelope_id=f"welcome.{conversation.id}"[:128]
+        )
+    except SendRejected as exc:
+        if exc.code != ErrorCode.CONFLICT:
+            raise  # conflict: greeted before this run (at another time, maybe in
+            # another language); that greeting stands
+
+
 def build_demo_agent(agent: Agent) -> Agent:
     # The greeting is in the person's language, so it waits until the Runtime knows it:
     # at once when it does, else when its inventory first says it (the person opened
     # their client), else before the first answer (a client that never says). A fixed
     # id makes it one message however often it is sent, across restarts too.
-    greeted: set[str] = set()
+    greetings: dict[str, asyncio.Future[None]] = {}
 
     async def greet(conversation: Conversation, locale: str | None) -> None:
-        if conversation.id in greeted:
-            return
-        greeted.add(conversation.id)
+        """Send the greeting once (every later caller waits for that one send, so an
+        answer never overtakes it)."""
+        sending = greetings.get(conversation.id)
+        if sending is None:
+            sending = asyncio.ensure_future(_greet(conversation, locale))
+            greetings[conversation.id] = sending
         try:
-            await conversation.send_markdown(
-                speech(locale)("welcome"), envelope_id=f"welcome.{conversation.id}"[:128]
-            )
-        except SendRejected as exc:
-            if exc.code != ErrorCode.CONFLICT:
-                raise  # conflict: greeted before this run (at another time, maybe in
-                # another language); that greeting stands
+            await asyncio.shield(sending)
+        except Exception:
+            if greetings.get(conversation.id) is sending:
+                del greetings[conversation.id]  # not sent: the next caller tries again
+            raise
 
     @agent.on_conversation
     async def welcome(conversation: Conversation) -> None:

@@ -52,7 +52,7 @@ from .jobs import HostJobs
 from .native import NativeHost
 from .pages import PAGE, page_view
 from .surface import SurfaceOrigin
-from .views import apps_view, group_of, group_view, in_group, item_view
+from .views import apps_view, conversation_view, group_of, group_view, in_group, item_view
 
 log = logging.getLogger("lineup.host")
 
@@ -408,7 +408,7 @@ class WebHost:
                     username=session.username if session else "",
                     connection=str(runtime.state),
                     conversations=[
-                        channel.ConversationView(c.id, c.agent_id, c.title) for c in conversations
+                        conversation_view(c.id, c.agent_id, c.title) for c in conversations
                     ],
                     items=items,
                     now=_iso(runtime.clock()),

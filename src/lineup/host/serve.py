@@ -16,6 +16,7 @@ from lineup.stopping import run_stoppable, within
 from .app import WebHost
 from .native import NativeHost
 from .surface import frame_source
+from .views import DEFAULT_TITLE
 
 
 class HostServer:
@@ -121,9 +122,10 @@ async def run_client(
         await runtime.logged_in.wait()
         session = runtime.session
         if agent_id is not None and session is not None:
-            # No title of its own: the shell names it in the person's language.
             await runtime.open_conversation(
-                agent_id, conversation_id=conversation_id_for(session.user_id, agent_id)
+                agent_id,
+                conversation_id=conversation_id_for(session.user_id, agent_id),
+                title=DEFAULT_TITLE,
             )
         try:
             await runtime.run()

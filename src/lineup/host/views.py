@@ -37,8 +37,26 @@ from lineup.runtime.apps.sessions_view import AppSessionGroup
 from lineup.runtime.markdown import render_markdown, render_plain
 from lineup.runtime.records import ARTIFACT_ROW, InteractionRecord, TimelineItem
 
-from .channel import AppInstanceView, AppSessionView, AppsView, ItemKind, ItemView
+from .channel import (
+    AppInstanceView,
+    AppSessionView,
+    AppsView,
+    ConversationView,
+    ItemKind,
+    ItemView,
+)
 from .names import icon_url, instance_label, name_or_scope, record_label
+
+DEFAULT_TITLE = "Chat"
+"""The title the client gives the conversation it opens with its agent. The shell
+names such a conversation in the person's language instead (``conversation_view``)."""
+
+
+def conversation_view(conversation_id: str, agent_id: str, title: str) -> ConversationView:
+    """A conversation for the shell: the client's own default title left out, so the
+    shell shows its word for it (聊天 / Chat)."""
+    return ConversationView(conversation_id, agent_id, "" if title == DEFAULT_TITLE else title)
+
 
 Kind = ItemKind
 
