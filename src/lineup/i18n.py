@@ -28,6 +28,8 @@ __all__ = [
     "canonical",
     "negotiate",
     "parse_accept_language",
+    "placeholders",
+    "plural_category",
     "shell",
 ]
 
