@@ -11,8 +11,10 @@ import asyncio
 import json
 from pathlib import Path
 
-from lineup.agent import Agent
+from lineup.agent import Agent, Conversation
 from lineup.agent.demo import CATALOGUES, build_demo_agent, command_of, speech
+from lineup.protocol import ClientInventoryEnvelope, Envelope
+from lineup.protocol.payloads import ClientInventory
 from lineup.runtime import Runtime
 from tests.agent.test_agent import FAST, running, wait_for_texts
 from tests.agent.test_demo_interactions import agent_replies, ask_and_answer, latest_interaction
@@ -98,11 +100,19 @@ async def test_the_greeting_waits_for_the_person_s_first_tab_and_speaks_its_lang
     runtime = await logged_in(appserver, pair, tmp_path / "runtime")
     log = EventLog(runtime)
     agent = demo_agent(appserver, pair, tmp_path)
+    inventories: asyncio.Queue[ClientInventory] = asyncio.Queue()
+
+    @agent.on_event("lineup.v1.client.inventory", concurrent=True)
+    async def heard(conversation: Conversation, envelope: Envelope) -> None:
+        assert isinstance(envelope, ClientInventoryEnvelope)
+        await inventories.put(envelope.payload)
+
     async with runtime_running(runtime), running(agent):
-        await asyncio.wait_for(_inventory_seen(agent, pair), 20)  # no language in it yet
-        await asyncio.sleep(1.0)  # a greeting sent without a language would be here by now
-        assert agent_replies(log) == []
+        first = await asyncio.wait_for(inventories.get(), 20)
+        assert first.locale is None  # the agent has heard the Runtime: no language yet
         await runtime.locale_seen("zh-CN")  # the person's first tab, in Chinese
+        # The first thing the agent says is the Chinese greeting: one sent before the
+        # language was known (in English) would have come first.
         await log.until(lambda: len(agent_replies(log)) == 1)
         assert agent_replies(log) == ["你好！输入 `/help` 看看我能做什么。"]
         await runtime.locale_seen("en")  # another tab: a new language, no second greeting
@@ -110,15 +120,6 @@ async def test_the_greeting_waits_for_the_person_s_first_tab_and_speaks_its_lang
         assert agent_replies(log)[0] == "你好！输入 `/help` 看看我能做什么。"
         assert len(agent_replies(log)) == 2
     await runtime.close()
-
-
-async def _inventory_seen(agent: Agent, pair: Pair) -> None:
-    while True:
-        conversation = agent.conversations.get(pair.conversation_id)
-        if conversation is not None and conversation.inventory is not None:
-            assert conversation.locale is None
-            return
-        await asyncio.sleep(0.05)
 
 
 async def test_the_demo_agent_answers_in_english_otherwise(

@@ -483,10 +483,15 @@ async def test_a_tab_shows_itself_again_in_the_language_the_person_chose(
 
     # The language it already shows: it stays as it is (no reload, no loop).
     await page.evaluate("window.before = true")
+    loads: list[str] = []
+    page.on("request", lambda r: loads.append(r.url) if r.is_navigation_request() else None)
     told.clear()
     await client.runtime.choose_locale("zh-CN")
     async with asyncio.timeout(10):
         await told.wait()
-    await page.wait_for_timeout(500)  # time to reload, were it to
+    # A message sent after the frame is shown after the tab has handled the frame.
+    await client.pair.agent.send_text(await chat_id(client), "after the choice")
+    await expect(page.locator(".item.from-agent").last).to_contain_text("after the choice")
+    assert loads == []
     assert await page.evaluate("window.before") is True
     page_watch.assert_clean()

@@ -94,9 +94,12 @@ async def test_everything_with_the_keyboard_alone(
     await client.pair.agent.send_text(await chat_id(client), "A reply for you")
     await expect(page.locator("#items > li.item").last).to_contain_text("A reply for you")
     await expect(page.locator("#announcer")).to_contain_text("A reply for you")
-    await page.wait_for_timeout(300)  # anything else it would say comes in this time
+    # The next message is said after anything the first one would still cause.
+    await client.pair.agent.send_text(await chat_id(client), "A second reply")
+    await expect(page.locator("#announcer")).to_contain_text("A second reply")
     new = (await said(page))[before:]
     assert [text for text in new if "A reply for you" in text] == [new[0]], new
+    assert [text for text in new if "A second reply" in text] == [new[-1]], new
     assert not any("message 1" in text for text in new), new  # not the history
 
     # A choice: focus moves to the question, arrows pick, Tab reaches Submit, Enter sends,

@@ -37,7 +37,13 @@ def main(argv: list[str]) -> int:
     dialogs = Dialogs()
     window = ShellWindow(Path(data_dir), profile, dialogs)
     gui = GuiThread()
-    host = DesktopHost(gui, dialogs, window.set_waiting, window.follow_choice)
+    followed = threading.Event()  # the host applied the Runtime's choice (even none)
+
+    def follow_choice(choice: str | None) -> None:
+        window.follow_choice(choice)
+        followed.set()
+
+    host = DesktopHost(gui, dialogs, window.set_waiting, follow_choice)
     steps: dict[str, Any] = {}
     failed: list[BaseException] = []
 
@@ -64,7 +70,8 @@ def main(argv: list[str]) -> int:
         following = asyncio.create_task(host.attach(runtime))
         try:
             steps["before"] = await gui.run(seen)
-            await asyncio.sleep(0.3)  # the Runtime has no choice: the desktop's stays
+            # The host has read the Runtime's choice (none): the desktop's language stays.
+            assert await asyncio.to_thread(followed.wait, 20)
             steps["system"] = await gui.run(seen)
             other = "en" if steps["system"]["language"] != "en" else "zh-CN"
             await runtime.choose_locale(other)
