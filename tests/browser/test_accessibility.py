@@ -341,22 +341,10 @@ async def test_focus_timer_card_and_a_failed_send(
     client_own_server: Client,
     own_appserver: AppServerProcess,
 ) -> None:
-    from lineup.demo import publish_sample_app
-    from tests.browser.test_ui_surfaces import agent_sends
+    from tests.browser.test_signed_delivery import open_focus_timer
 
     client = client_own_server
-    published = publish_sample_app(own_appserver.data_dir)
-    await client.runtime.delivery.trust_key(published.key)
-    await client.runtime.delivery.install("dev.lineup.focus-timer", "1.1.0")
-    await log_in(page, client)
-    app = {"id": "dev.lineup.focus-timer", "version": "1.1.0", "surface": "card"}
-    payload = {
-        "instance_id": "t1",
-        "app": {**app, "name": "Focus Timer"},
-        "state": {"minutes": 5, "label": "Focus"},
-    }
-    assert await agent_sends(client, "ui.open", payload) == 201
-    timer = page.locator('.item.surface[data-instance-id="t1"]')
+    timer = await open_focus_timer(page, client, own_appserver)
     await expect(timer.locator("iframe")).to_have_attribute("data-ready", "true")
     await expect(timer.frame_locator("iframe").locator("body")).to_contain_text("5:00")
     await audit.check("focus timer card")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Page, expect
+from playwright.async_api import Locator, Page, expect
 
 from lineup.server.catalog import Catalog
 from tests.browser.conftest import Screenshot
@@ -156,18 +156,12 @@ async def test_bridge_drops_messages_from_other_frames(
     page_watch.assert_clean()
 
 
-async def test_the_demo_sample_app_runs_in_the_shell(
-    page: Page,
-    page_watch: PageWatch,
-    client_own_server: Client,
-    own_appserver: AppServerProcess,
-    screenshot: Screenshot,
-) -> None:
-    """The demo's signed Focus Timer, installed from the catalog, in a real surface."""
+async def open_focus_timer(page: Page, client: Client, appserver: AppServerProcess) -> Locator:
+    """The demo's signed Focus Timer published to ``appserver``'s catalog, installed,
+    the person logged in, and a 5-minute timer card opened by the agent: its row."""
     from lineup.demo import publish_sample_app
 
-    client = client_own_server
-    published = publish_sample_app(own_appserver.data_dir)
+    published = publish_sample_app(appserver.data_dir)
     await client.runtime.delivery.trust_key(published.key)
     await client.runtime.delivery.install("dev.lineup.focus-timer", "1.1.0")
     await log_in(page, client)
@@ -178,7 +172,19 @@ async def test_the_demo_sample_app_runs_in_the_shell(
         "state": {"minutes": 5, "label": "Focus"},
     }
     assert await agent_sends(client, "ui.open", payload) == 201
-    card = page.locator('.item.surface[data-instance-id="t1"]')
+    return page.locator('.item.surface[data-instance-id="t1"]')
+
+
+async def test_the_demo_sample_app_runs_in_the_shell(
+    page: Page,
+    page_watch: PageWatch,
+    client_own_server: Client,
+    own_appserver: AppServerProcess,
+    screenshot: Screenshot,
+) -> None:
+    """The demo's signed Focus Timer, installed from the catalog, in a real surface."""
+    client = client_own_server
+    card = await open_focus_timer(page, client, own_appserver)
     frame = card.frame_locator("iframe")
     await expect(frame.get_by_role("button", name="Start")).to_be_visible()
     await expect(frame.locator("body")).to_contain_text("5:00")
