@@ -91,18 +91,10 @@ def speech(locale: str | None) -> Say:
     return functools.partial(CATALOGUES.text, canonical(locale) or DEFAULT)
 
 
-async def speech_for(conversation: Conversation, *, wait: float = 0.0) -> Say:
+async def speech_for(conversation: Conversation) -> Say:
     """The demo's words in the person's language as the latest inventory says it
-    (looked for in the history after a restart; waiting up to ``wait`` seconds for a
-    first one when none is known)."""
-    locale = conversation.locale or await conversation.known_locale()
-    if conversation.inventory is None and wait > 0:
-        try:
-            async with asyncio.timeout(wait):
-                locale = (await conversation.latest_inventory()).locale
-        except TimeoutError:
-            pass
-    return speech(locale)
+    (looked for in the history after a restart)."""
+    return speech(conversation.locale or await conversation.known_locale())
 
 
 def command_of(text: str) -> tuple[str, str]:

@@ -37,11 +37,7 @@ def set_locale_choice_txn(txn: RuntimeTxn, choice: str | None) -> None:
     if choice is None:
         txn.execute("DELETE FROM preferences WHERE name = ?", (LOCALE,))
     else:
-        txn.execute(
-            "INSERT INTO preferences (name, value) VALUES (?, ?)"
-            " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-            (LOCALE, choice),
-        )
+        _put(txn, LOCALE, choice)
     txn.emit(LocaleChosen(choice))
 
 
@@ -69,10 +65,15 @@ def set_seen_locale_txn(txn: RuntimeTxn, locale: str) -> bool:
     """A tab showed itself in ``locale``; whether that changed the stored one."""
     if locale not in LOCALES:
         raise ValueError(f"not a shipped language: {locale!r}")
+    return _put(txn, SEEN_LOCALE, locale)
+
+
+def _put(txn: RuntimeTxn, name: str, value: str) -> bool:
+    """Set one preference; whether its value changed."""
     cur = txn.execute(
         "INSERT INTO preferences (name, value) VALUES (?, ?)"
         " ON CONFLICT (name) DO UPDATE SET value = excluded.value"
         " WHERE value IS NOT excluded.value",
-        (SEEN_LOCALE, locale),
+        (name, value),
     )
     return cur.rowcount > 0
