@@ -16,7 +16,7 @@ from playwright.async_api import Page, expect
 from tests.browser.test_subsessions import CHOICE, NOTES, choice, open_started
 from tests.browser.test_timeline_scroll import talk
 from tests.support.browser import PageWatch
-from tests.support.browser_interactions import PASSWORD, chat_id, tool_call, tool_result
+from tests.support.browser_interactions import PASSWORD, chat_id, log_in, tool_call, tool_result
 from tests.support.capability_calls import app_call, app_result
 from tests.support.webhost import Client
 
@@ -228,3 +228,28 @@ async def test_everything_with_the_keyboard_alone(
     await expect(page.locator("#dock")).to_be_hidden()
     assert await page.evaluate("() => document.activeElement !== document.body")
     page_watch.assert_clean()
+
+
+@pytest.mark.parametrize("dialog", ["settings", "apps"])
+async def test_focus_the_person_moves_while_a_dialog_closes_stays_there(
+    page: Page, page_watch: PageWatch, client: Client, dialog: str
+) -> None:
+    """Escape, Shift+Tab, Enter typed quickly: the browser handles the keys before the
+    dialog's close event (input runs first), and the shell must not pull focus back to
+    the opener after the person has moved it (the Enter would open the wrong dialog)."""
+    await log_in(page, client)
+    await page.locator(f"#{dialog}-open").click()
+    await expect(page.locator(f"dialog#{dialog}")).to_be_visible()
+    # Close, and move focus on, in one task: the close event comes after both; the
+    # test's listener, added after the shell's, hears it once the shell has handled it.
+    logout = "form[action='/logout'] button"
+    await page.evaluate(
+        """([id, logout]) => new Promise((done) => {
+          const dialog = document.getElementById(id);
+          dialog.addEventListener("close", done, { once: true });
+          dialog.close();
+          document.querySelector(logout).focus();
+        })""",
+        [dialog, logout],
+    )
+    await expect(page.locator(logout)).to_be_focused()

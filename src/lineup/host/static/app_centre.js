@@ -8,7 +8,7 @@
 // Turning off or removing an app closes its running instances (the frame says how many
 // run): the panel asks first, saying how many will close, with a way back.
 
-import { $, announce, el, showToast, trapFocus } from "./dom.js";
+import { $, announce, el, focusLost, showToast, trapFocus } from "./dom.js";
 import { wordsFor } from "./consent.js";
 import { list, t, time } from "./i18n.js";
 
@@ -175,7 +175,7 @@ function build() {
     turningOff.clear();
     // The toasts go back to their place in the shell, above the composer.
     if (toastHome) toastHome.parent.insertBefore($("toasts"), toastHome.next);
-    if (returnFocus && returnFocus.isConnected) returnFocus.focus();
+    if (returnFocus?.isConnected && focusLost(dialog)) returnFocus.focus();
     returnFocus = null;
   });
   trapFocus(dialog);

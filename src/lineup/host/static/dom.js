@@ -118,6 +118,15 @@ export function reconcile(list, nodes, removed = () => {}) {
   }
 }
 
+// Whether focus went nowhere when `dialog` closed (it is on the body or still inside),
+// so it should go back to the control that opened it. A dialog's close event comes a
+// task after the key that closed it, and the browser may already have handled the next
+// keys (input runs first): focus the person has moved since is left where it is.
+export function focusLost(dialog) {
+  const active = document.activeElement;
+  return !active || active === document.body || dialog.contains(active);
+}
+
 // Keep Tab and Shift+Tab inside `container` (a modal dialog: the browser would move
 // focus out of the page after its last control).
 export function trapFocus(container) {

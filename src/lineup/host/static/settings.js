@@ -6,7 +6,7 @@
 // changes. The language is remembered per user by the Runtime ({op: "locale"}); every
 // tab is then told ({op: "locale", choice}) and shows itself again in it.
 
-import { $, el, trapFocus } from "./dom.js";
+import { $, el, focusLost, trapFocus } from "./dom.js";
 import { wordsFor } from "./consent.js";
 import { choice, t } from "./i18n.js";
 
@@ -110,7 +110,7 @@ function build() {
   permissions.append(permissionsLabel, grants, capabilities);
   dialog.append(head, languageSection(), permissions);
   dialog.addEventListener("close", () => {
-    if (returnFocus && returnFocus.isConnected) returnFocus.focus();
+    if (returnFocus?.isConnected && focusLost(dialog)) returnFocus.focus();
     returnFocus = null;
   });
   trapFocus(dialog);
