@@ -95,6 +95,12 @@ class ErrorCode(StrEnum):
     APP_UNAVAILABLE = "app_unavailable"
     APP_NOT_REMOVABLE = "app_not_removable"
 
+    # MCP tool calls (issue 24): the Runtime's decisions about them.
+    CALL_DISMISSED = "call_dismissed"
+    MCP_POLICY_INVALID = "mcp_policy_invalid"
+    MCP_SERVER_UNAVAILABLE = "mcp_server_unavailable"
+    MCP_RESULT_TOO_LARGE = "mcp_result_too_large"
+
     # AppServer requests.
     INVALID_REQUEST = "invalid_request"
     UNAUTHORIZED = "unauthorized"
