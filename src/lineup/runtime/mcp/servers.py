@@ -26,6 +26,7 @@ from typing import Any
 
 import msgspec
 
+from lineup.formats.manifest import RESERVED_SCOPE_PREFIX
 from lineup.formats.schemas import CompiledTool, compile_tool
 from lineup.protocol.fields import MAX_TOOL_DESCRIPTION_CHARS, TOOL_ID_PATTERN
 from lineup.protocol.payloads import ToolDescriptor, ToolTarget
@@ -54,7 +55,7 @@ __all__ = [
     "sync",
 ]
 
-SCOPE_PREFIX = "mcp-"
+SCOPE_PREFIX = RESERVED_SCOPE_PREFIX
 """App scopes of MCP servers: ``mcp-<key>`` (no manifest may claim one)."""
 CALL_TIMEOUT_MS = 600_000
 """How long an agent waits for an MCP tool's result, the person's consent included."""
