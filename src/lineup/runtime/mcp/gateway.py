@@ -307,7 +307,8 @@ class McpGateway:
                 log.info("mcp call failed", extra={"server": call.server_key, "code": str(code)})
                 await self._end(call, Event.FAIL, code=str(code))
                 return
-            body = _result_body(answer)
+            result = _result(answer)
+            body = msgspec.json.encode(result)
             log.debug(
                 "mcp call answered",
                 extra={
@@ -318,6 +319,8 @@ class McpGateway:
             )
             if len(body) > MAX_RESULT_BYTES:
                 await self._end(call, Event.FAIL, code=ErrorCode.MCP_RESULT_TOO_LARGE)
+            elif await self._output_problem(call, result):
+                await self._end(call, Event.FAIL, code=ErrorCode.TOOL_OUTPUT_INVALID)
             else:
                 await self._end(call, Event.COMPLETE, result=body)
         finally:
@@ -325,6 +328,18 @@ class McpGateway:
                 self._running.pop(key, None)
             self._progress.pop(key, None)
             self._held.pop(key, None)
+
+    async def _output_problem(self, call: McpCall, result: dict[str, Any]) -> bool:
+        """Whether the server's answer breaks the output schema the inventory advertised
+        (a server that lies about its schemas): the agent never gets it."""
+        tool_id = f"{servers.scope_of(call.server_key)}.{call.tool}"
+        target = await self._store.db.read(servers.find, tool_id)
+        if target is None:  # the tool left the listing meanwhile: its schema is gone
+            return False
+        problem = target.compiled.validate_output(result)
+        if problem is not None:
+            log.info("mcp result refused", extra={"code": ErrorCode.TOOL_OUTPUT_INVALID.value})
+        return problem is not None
 
     async def _end(
         self, call: McpCall, event: Event, *, code: str | None = None, result: bytes | None = None
@@ -368,11 +383,11 @@ class McpGateway:
         self._spawn(self._store.db.write(_progress_txn, call, report, self._now()), "mcp-progress")
 
 
-def _result_body(answer: ToolAnswer) -> bytes:
+def _result(answer: ToolAnswer) -> dict[str, Any]:
     result: dict[str, Any] = {"content": list(answer.content), "isError": bool(answer.is_error)}
     if answer.structured_content is not None:
         result["structuredContent"] = answer.structured_content
-    return msgspec.json.encode(result)
+    return result
 
 
 # --- transactions -------------------------------------------------------------------------
