@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -37,6 +37,7 @@ from .delivery.release import Release, encode_release
 from .host.native import NativeHost
 from .host.serve import build_host_server, run_client, stop_client
 from .runtime import Runtime
+from .runtime.mcp.config import ServerConfig
 from .server import admin
 from .server.catalog import catalog_for
 from .server.runner import build_server
@@ -172,6 +173,7 @@ async def run_demo(
     on_ready: Callable[[str], None] | None = None,
     native: NativeHost | None = None,
     dev_surfaces: Path | None = None,
+    mcp_servers: Sequence[ServerConfig] = (),
 ) -> None:
     """AppServer, demo agent, Runtime and Web Host in one process, until Ctrl-C (or
     until ``stop`` is set, when given: then signals are the caller's). ``on_ready``
@@ -189,6 +191,7 @@ async def run_demo(
             on_ready=on_ready,
             native=native,
             dev_surfaces=dev_surfaces,
+            mcp_servers=mcp_servers,
         ),
         stop,
     )
@@ -205,12 +208,13 @@ async def _demo(
     on_ready: Callable[[str], None] | None,
     native: NativeHost | None,
     dev_surfaces: Path | None,
+    mcp_servers: Sequence[ServerConfig],
 ) -> None:
     credentials = await ensure_demo_accounts(data_dir)
     sample = publish_sample_app(data_dir)  # before the Runtime's first catalog fetch
     server = build_server(data_dir, host=host, port=port, embedded=True)
     url = f"http://{host}:{port}"
-    runtime = Runtime(data_dir / "runtime", dev_surfaces=dev_surfaces)
+    runtime = Runtime(data_dir / "runtime", dev_surfaces=dev_surfaces, mcp_servers=mcp_servers)
     await runtime.open()
     offered = await trust_sample_publisher(runtime, sample.key) and sample.published
     try:

@@ -61,7 +61,8 @@ from .events import (
 )
 from .host_sessions import HostSessions
 from .interaction_store import Outcome
-from .mcp.gateway import Connect, McpGateway
+from .mcp.config import ServerConfig
+from .mcp.gateway import McpGateway
 from .receive import DEFAULT_SCOPE, INVENTORY, classify
 from .records import (
     ConversationInfo,
@@ -120,8 +121,7 @@ class Runtime:
         inline_surfaces: Collection[str] = (),
         catalog_interval: float | None = CATALOG_INTERVAL,
         dev_surfaces: str | Path | None = None,
-        mcp_servers: Sequence[Any] = (),
-        mcp_connect: Connect | None = None,
+        mcp_servers: Sequence[ServerConfig] = (),
     ) -> None:
         """``inline_surfaces``: dev mode only, the integrities of inline surface
         bundles (``ui.open`` with ``html``/``css``/``js``) this Runtime accepts; empty
@@ -131,7 +131,7 @@ class Runtime:
         subdirectory) agents may open as surfaces, read afresh at every ``ui.open`` and
         mount (``dev_surfaces.DevSurfaces``); ``None`` (the default): none.
         ``mcp_servers``: the MCP servers the person configured (``mcp.config``), run
-        while the Runtime runs, through ``mcp_connect`` (the connection layer)."""
+        while the Runtime runs (``mcp.connection``)."""
         self._catalog_interval = catalog_interval
         self._lock_fd: int | None = None
         self.data_dir = Path(data_dir)
@@ -173,7 +173,14 @@ class Runtime:
         )
         """Signed delivery: trusted keys, the catalog, install, update, revoke, remove."""
         self._mcp_servers = tuple(mcp_servers)
-        self.mcp = McpGateway(self.store, clock=self._clock, connect=mcp_connect, notify=self._emit)
+        connect = listing = None
+        if self._mcp_servers:  # the MCP SDK is imported only by a Runtime that runs servers
+            from .mcp import connect as mcp_connect
+
+            connect, listing = mcp_connect.connect(), mcp_connect.listing
+        self.mcp = McpGateway(
+            self.store, clock=self._clock, connect=connect, listing=listing, notify=self._emit
+        )
         """MCP servers: their tools in the inventory, the calls agents make of them."""
         self._scopes = self._known_scopes
         # After the kernel and the registry (they adopt their values first): what every

@@ -7,8 +7,9 @@ and carries out what the calls' rules decide after each commit (``McpCallsChange
 a call now ``executing`` is forwarded to its server, one that ended early is cancelled
 there (``notifications/cancelled``), and the server's answer comes back as one more
 decision (``complete`` / ``fail``) in its own transaction. The server's progress
-becomes ``tool.progress`` for the agent, at most one per ``PROGRESS_INTERVAL_S`` per
-call (the newest wins), so a flood of notifications never floods the agent.
+becomes ``tool.progress`` for the agent, at most one per interval per call (the
+connection coalesces them), so a flood of notifications never floods the
+agent.
 
 Hosts ask through it: the person's consent, and the App centre's enable, disable,
 remove and policy for a server. Nothing here logs an argument, a result or a server's
@@ -45,7 +46,6 @@ __all__ = ["McpGateway", "McpRefused", "McpServersChanged", "ServerConnection", 
 
 log = logging.getLogger("lineup.runtime.mcp")
 
-PROGRESS_INTERVAL_S = 0.25
 MAX_RESULT_BYTES = 4 * 1024 * 1024
 """The largest ``tool.result`` an MCP call may give the agent (its JSON)."""
 
@@ -88,7 +88,7 @@ class ServerConnection(Protocol):
         name: str,
         arguments: dict[str, Any],
         *,
-        progress: Callable[[float, float | None, str | None], Any] | None = None,
+        progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None,
         timeout_s: float,
     ) -> ToolAnswer: ...
 
@@ -125,8 +125,6 @@ class McpGateway:
         self._configs: dict[str, Any] = {}
         self._connections: dict[str, ServerConnection] = {}
         self._running: dict[tuple[str, str], asyncio.Task[None]] = {}
-        self._progress: dict[tuple[str, str], float] = {}
-        self._held: dict[tuple[str, str], payloads.ToolProgress] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -297,7 +295,7 @@ class McpGateway:
                 answer = await connection.call_tool(
                     call.tool,
                     msgspec.json.decode(call.arguments),
-                    progress=lambda done, total, label: self._on_progress(call, done, total, label),
+                    progress=functools.partial(self._on_progress, call),
                     timeout_s=max(0.001, left),
                 )
             except asyncio.CancelledError:
@@ -326,8 +324,6 @@ class McpGateway:
         finally:
             if self._running.get(key) is asyncio.current_task():
                 self._running.pop(key, None)
-            self._progress.pop(key, None)
-            self._held.pop(key, None)
 
     async def _output_problem(self, call: McpCall, result: dict[str, Any]) -> bool:
         """Whether the server's answer breaks the output schema the inventory advertised
@@ -348,11 +344,11 @@ class McpGateway:
             act = functools.partial(call_store.act, actor="runtime", code=code, result=result)
             await self._store.db.write(act, call.conversation_id, call.call_id, event, self._now())
 
-    def _on_progress(
+    async def _on_progress(
         self, call: McpCall, done: float, total: float | None, label: str | None
     ) -> None:
-        """A server's progress notification: one ``tool.progress`` now, or the newest
-        one held until the call's interval ends."""
+        """A server's progress notification (the connection coalesces a flood of them
+        to one per interval): one ``tool.progress`` for the agent."""
         try:
             report = payloads.ToolProgress(
                 call_id=call.call_id,
@@ -362,25 +358,7 @@ class McpGateway:
             )
         except (ValueError, TypeError, msgspec.ValidationError):
             return  # a report the protocol cannot carry is dropped, never sent broken
-        key = call.key
-        last = self._progress.get(key)
-        now = time.monotonic()
-        if last is not None and now - last < PROGRESS_INTERVAL_S:
-            first = key not in self._held
-            self._held[key] = report
-            if first:
-                delay = PROGRESS_INTERVAL_S - (now - last)
-                asyncio.get_running_loop().call_later(delay, self._flush_progress, call)
-            return
-        self._progress[key] = now
-        self._spawn(self._store.db.write(_progress_txn, call, report, self._now()), "mcp-progress")
-
-    def _flush_progress(self, call: McpCall) -> None:
-        report = self._held.pop(call.key, None)
-        if report is None or call.key not in self._running:
-            return
-        self._progress[call.key] = time.monotonic()
-        self._spawn(self._store.db.write(_progress_txn, call, report, self._now()), "mcp-progress")
+        await self._store.db.write(_progress_txn, call, report, self._now())
 
 
 def _result(answer: ToolAnswer) -> dict[str, Any]:
