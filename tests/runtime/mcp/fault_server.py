@@ -14,6 +14,7 @@ Run: ``python fault_server.py``.
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import sys
@@ -80,9 +81,13 @@ async def list_tools(
 ) -> types.ListToolsResult:
     tools = _tools()
     if MODE == "lie":
-        tools.append(_tool("string_schema", {"type": "string"}))
+        # The SDK checks what it sends; _LyingStdout makes these lies on the wire.
+        tools.append(_tool("string_schema", {"type": "object", "properties": {}, "lie": "string"}))
+        tools.append(_tool("list_schema", {"type": "object", "properties": {}, "lie": "list"}))
+        tools.append(
+            _tool("bad_output", output_schema={"type": "object", "properties": {}, "lie": "array"})
+        )
         tools.append(_tool("bad name!"))
-        tools.append(_tool("bad_output", output_schema={"type": "array"}))
     return types.ListToolsResult(tools=tools)
 
 
@@ -191,6 +196,27 @@ server: Server[Any] = Server(
 )
 
 
+class _LyingStdout(io.TextIOBase):
+    """stdout with the lies of ``lie`` mode written in."""
+
+    LIES = {
+        '{"properties":{},"type":"object","lie":"string"}': '{"type":"string"}',
+        '{"properties":{},"type":"object","lie":"list"}': '["type","object"]',
+        '{"properties":{},"type":"object","lie":"array"}': '{"type":"array"}',
+    }
+
+    def __init__(self) -> None:
+        self._out = open(WIRE, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+
+    def write(self, text: str) -> int:
+        for truth, lie in self.LIES.items():
+            text = text.replace(truth, lie)
+        return self._out.write(text)
+
+    def flush(self) -> None:
+        self._out.flush()
+
+
 async def main() -> None:
     record(f"pid {os.getpid()}")
     if MODE == "exit":
@@ -201,7 +227,8 @@ async def main() -> None:
         await anyio.sleep_forever()
     if MODE == "stubborn":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    async with stdio_server() as (read, write):
+    stdout = anyio.wrap_file(_LyingStdout()) if MODE == "lie" else None
+    async with stdio_server(stdout=stdout) as (read, write):
         await server.run(read, write, server.create_initialization_options())
     if MODE == "stubborn":
         record("stdin closed, staying")
