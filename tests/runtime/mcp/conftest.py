@@ -58,49 +58,81 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def everything_http(everything_dir: Path) -> Iterator[ServerConfig]:
-    """server-everything serving streamable HTTP on a free loopback port, as a child."""
-    port = free_port()
-    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), "PORT": str(port)}
-    process = subprocess.Popen(
-        [
-            "node",
-            "--require",
-            str(LOOPBACK),
-            str(everything_dir / "dist" / "index.js"),
-            "streamableHttp",
-        ],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    drain: threading.Thread | None = None
-    try:
+class HttpEverything:
+    """server-everything serving streamable HTTP on a loopback port, as a child that
+    can be killed and started again on the same port."""
+
+    def __init__(self, everything_dir: Path) -> None:
+        self.port = free_port()
+        self.script = everything_dir / "dist" / "index.js"
+        self.config = ServerConfig(
+            name="everything",
+            key="everything",
+            transport="http",
+            url=f"http://127.0.0.1:{self.port}/mcp",
+        )
+        self._process: subprocess.Popen[str] | None = None
+        self._drain: threading.Thread | None = None
+
+    def start(self) -> None:
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": os.environ.get("HOME", "/tmp"),
+            "PORT": str(self.port),
+        }
+        process = subprocess.Popen(
+            ["node", "--require", str(LOOPBACK), str(self.script), "streamableHttp"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self._process = process
         assert process.stderr is not None
         for line in process.stderr:  # it says so on stderr once it listens
-            if f"listening on port {port}" in line:
+            if f"listening on port {self.port}" in line:
                 break
         else:
-            pytest.fail(f"server-everything did not listen (exit {process.wait(5)})")
+            self.stop()
+            pytest.fail("server-everything did not listen on its port")
         # Keep reading, so that its writes never block on a full pipe.
-        drain = threading.Thread(target=process.stderr.read, daemon=True)
-        drain.start()
-        url = f"http://127.0.0.1:{port}/mcp"
-        yield ServerConfig(name="everything", key="everything", transport="http", url=url)
-    finally:
-        process.terminate()
+        self._drain = threading.Thread(target=process.stderr.read, daemon=True)
+        self._drain.start()
+
+    def stop(self, *, kill: bool = False) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if kill:
+            process.kill()
+        else:
+            process.terminate()
         try:
             process.wait(10)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(5)
-        if drain is not None:
-            drain.join(5)
+        if self._drain is not None:
+            self._drain.join(5)
+            self._drain = None
         if process.stderr is not None:
             process.stderr.close()
+
+
+@pytest.fixture
+def http_everything(everything_dir: Path) -> Iterator[HttpEverything]:
+    server = HttpEverything(everything_dir)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def everything_http(http_everything: HttpEverything) -> ServerConfig:
+    return http_everything.config
 
 
 FaultFactory = Callable[..., tuple[ServerConfig, Path]]

@@ -5,6 +5,7 @@ elicitation, and the capabilities we declare (what it offers us follows them).""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import statistics
 import time
 from typing import Any
@@ -12,9 +13,9 @@ from typing import Any
 import pytest
 
 from lineup.protocol import ErrorCode
-from lineup.runtime.mcp import ElicitAnswer, McpCallError, McpServer, ServerConfig
+from lineup.runtime.mcp import ElicitAnswer, McpCallError, McpServer, McpState, ServerConfig
 
-from .conftest import running
+from .conftest import FAST, HttpEverything, running
 
 TIMEOUT_S = 15.0
 
@@ -215,3 +216,41 @@ async def test_echo_round_trip_over_stdio(
     with capsys.disabled():
         print(f"\nMCP echo over stdio: p50 {p50:.3f} ms, p99 {p99:.3f} ms (200 calls)")
     assert p50 < 50
+
+
+async def test_an_answer_over_the_limits_is_refused(everything: ServerConfig) -> None:
+    limits = dataclasses.replace(FAST, max_message_bytes=1_000_000, max_result_bytes=500_000)
+    async with running(everything, limits=limits) as server:
+        for size, says in (
+            (600_000, "the result has"),
+            (2_000_000, "the answer is over the limit of 1000000"),
+        ):
+            with pytest.raises(McpCallError) as caught:
+                await server.call_tool("echo", {"message": "x" * size}, timeout_s=TIMEOUT_S)
+            assert (
+                caught.value.code is ErrorCode.MCP_RESULT_TOO_LARGE and says in caught.value.message
+            )
+        assert server.starts == 1
+        assert (
+            _text(await server.call_tool("echo", {"message": "small"}, timeout_s=TIMEOUT_S))
+            == "Echo: small"
+        )
+
+
+async def test_an_http_server_that_goes_away_is_reconnected_when_it_comes_back(
+    http_everything: HttpEverything,
+) -> None:
+    limits = dataclasses.replace(FAST, backoff_base_s=0.5, backoff_cap_s=1.0, max_quick_failures=30)
+    async with running(http_everything.config, limits=limits) as server:
+        http_everything.stop(kill=True)
+        with pytest.raises(McpCallError) as caught:
+            await server.call_tool("echo", {"message": "gone"}, timeout_s=TIMEOUT_S)
+        assert caught.value.code is ErrorCode.MCP_SERVER_UNAVAILABLE
+        await server.wait_for(McpState.RESTARTING, timeout_s=TIMEOUT_S)
+        http_everything.start()
+        await server.wait_for(McpState.READY, timeout_s=30)
+        assert server.starts >= 2
+        assert (
+            _text(await server.call_tool("echo", {"message": "back"}, timeout_s=TIMEOUT_S))
+            == "Echo: back"
+        )

@@ -88,6 +88,7 @@ UI_EXTENSION = "io.modelcontextprotocol/ui"
 UI_MIME_TYPE = "text/html;profile=mcp-app"
 CLIENT_INFO = types.Implementation(name="lineup", version="0.1")
 _PROTOCOL_VERSION_HEADER = "mcp-protocol-version"
+_SSE_TOO_LARGE = re.compile(r"^SSE stream failed: Server-sent event exceeded the \d+ byte limit")
 _UNKNOWN_TOOL = re.compile(
     r"unknown tool|tool .{0,140} not found|no such tool|tool not found", re.I
 )
@@ -676,6 +677,13 @@ class McpServer:
             return McpCallError(
                 ErrorCode.MCP_TIMEOUT,
                 f"MCP server {self.key} did not answer within {timeout_s:g} s",
+            )
+        if code == CONNECTION_CLOSED and link is None and _SSE_TOO_LARGE.search(message):
+            # The SDK's HTTP client ends a request whose SSE event is over its bound so.
+            return McpCallError(
+                ErrorCode.MCP_RESULT_TOO_LARGE,
+                f"MCP server {self.key}: the answer is over the limit of"
+                f" {self.limits.max_message_bytes} bytes",
             )
         if code == CONNECTION_CLOSED:
             if link is not None and link.broken:
