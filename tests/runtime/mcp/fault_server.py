@@ -69,6 +69,7 @@ def _tools() -> list[types.Tool]:
         _tool("ask_sampling"),
         _tool("ask_roots"),
         _tool("cancellations", number),
+        _tool("capabilities"),
         _tool("view", _meta={"ui": {"resourceUri": "ui://fault/view", "visibility": ["app"]}}),
     ]
     if added_tool:
@@ -146,6 +147,10 @@ async def call_tool(
             except MCPError as exc:
                 return _text(f"error {exc.error.code}")
             return _text("answered")
+        if name == "capabilities":
+            declared = ctx.session.client_capabilities
+            assert declared is not None
+            return _text(declared.model_dump_json(by_alias=True, exclude_none=True))
         if name == "cancellations":
             # Waits (bounded) until a call of ours was cancelled, and says which.
             with anyio.move_on_after(float(args.get("n", 5))):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import tracemalloc
 
 import pytest
@@ -258,6 +259,18 @@ async def test_a_server_silent_on_initialize_is_not_waited_for(fault: FaultFacto
         assert server.reason == "the server did not answer initialize within 0.5 s"
     finally:
         await server.stop()
+
+
+async def test_we_declare_form_elicitation_and_mcp_apps_only(fault: FaultFactory) -> None:
+    config, _ = fault()
+    async with running(config) as server:
+        declared = json.loads(
+            _text(await server.call_tool("capabilities", {}, timeout_s=TIMEOUT_S))
+        )
+    assert declared == {
+        "elicitation": {"form": {}},
+        "extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}},
+    }
 
 
 async def test_sampling_and_roots_requests_get_method_not_found(fault: FaultFactory) -> None:

@@ -69,6 +69,7 @@ from .results import (
     decode_resource,
     one_line,
 )
+from .sdk_logs import guard_sdk_logs
 from .stdio import StdioLink, stdio_link
 from .tools import MAX_TOOLS, RejectedTool, RejectionReason, ServerInfo, decode_tools
 
@@ -315,6 +316,7 @@ class McpServer:
         """Start supervising the server (returns at once; see ``wait_for``)."""
         if self._task is not None and not self._task.done():
             return
+        guard_sdk_logs()
         self._reason = None
         self._move(McpState.STARTING)
         self._scope = anyio.CancelScope()
