@@ -55,9 +55,10 @@ __all__ = [
 
 _LAZY = {
     **dict.fromkeys(
-        ("UI_EXTENSION", "UI_MIME_TYPE", "Elicit", "McpLimits", "McpServer", "McpState", "Progress"),
+        ("UI_EXTENSION", "UI_MIME_TYPE", "Elicit", "McpLimits", "McpServer", "McpState"),
         "connection",
     ),
+    "Progress": "connection",
     "McpServers": "host",
     **dict.fromkeys(("ElicitAnswer", "McpCallError", "McpCallResult", "McpResource"), "results"),
     **dict.fromkeys(("McpTool", "RejectedTool", "RejectionReason", "ServerInfo"), "tools"),

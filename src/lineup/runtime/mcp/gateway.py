@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -40,9 +40,14 @@ from ..txn import RuntimeTxn
 from . import call_store, servers
 from .call_store import McpCall, McpCallRefused, McpCallsChanged
 from .calls import POLICIES, Event, Policy, State
+from .config import ServerConfig
 from .servers import McpServerEntry, McpToolSnapshot
 
-__all__ = ["McpGateway", "McpRefused", "McpServersChanged", "ServerConnection", "ToolAnswer"]
+if TYPE_CHECKING:
+    from .connection import McpServer
+    from .results import McpCallResult
+
+__all__ = ["McpGateway", "McpRefused", "McpServersChanged"]
 
 log = logging.getLogger("lineup.runtime.mcp")
 
@@ -65,40 +70,11 @@ class McpRefused(Exception):
         self.message = message
 
 
-class ToolAnswer(Protocol):
-    """What a server answered to ``tools/call``."""
-
-    content: list[dict[str, Any]]
-    structured_content: dict[str, Any] | None
-    is_error: bool
-
-
-class ServerConnection(Protocol):
-    """One configured server as the connection layer runs it."""
-
-    @property
-    def state(self) -> str: ...
-
-    async def start(self) -> None: ...
-
-    async def stop(self) -> None: ...
-
-    async def call_tool(
-        self,
-        name: str,
-        arguments: dict[str, Any],
-        *,
-        progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None,
-        timeout_s: float,
-    ) -> ToolAnswer: ...
-
-
-Connect = Callable[[Any, Callable[[], None]], ServerConnection]
+Connect = Callable[["ServerConfig", Callable[[], None]], "McpServer"]
 """``connect(config, on_change)``: a (not yet started) connection for one server;
 ``on_change`` is called when its state or tool list changed."""
-Listing = Callable[
-    [ServerConnection], "tuple[Sequence[McpToolSnapshot], Mapping[str, str | None]] | None"
-]
+Listed = tuple[Sequence[McpToolSnapshot], Mapping[str, str | None]]
+Listing = Callable[["McpServer"], Listed | None]
 """What a ready connection lists: its tools and its ``server_name`` / ``server_version``
 / ``title``; ``None`` while it has not listed."""
 
@@ -122,8 +98,8 @@ class McpGateway:
         self._notify = notify or (lambda _: None)
         self._entries: dict[str, McpServerEntry] = {}
         """The servers as last stored (read after every change): what hosts show."""
-        self._configs: dict[str, Any] = {}
-        self._connections: dict[str, ServerConnection] = {}
+        self._configs: dict[str, ServerConfig] = {}
+        self._connections: dict[str, McpServer] = {}
         self._running: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -139,7 +115,7 @@ class McpGateway:
 
     # --- configuration and lifetime --------------------------------------------------------
 
-    async def configure(self, configs: Sequence[Any]) -> None:
+    async def configure(self, configs: Sequence[ServerConfig]) -> None:
         """Record the configured servers (``ServerConfig``: ``key``, ``name``,
         ``digest``) and start the enabled ones. Calls a stop caught executing end
         ``failed(interrupted)`` first: they are never sent again."""
@@ -361,7 +337,7 @@ class McpGateway:
         await self._store.db.write(_progress_txn, call, report, self._now())
 
 
-def _result(answer: ToolAnswer) -> dict[str, Any]:
+def _result(answer: McpCallResult) -> dict[str, Any]:
     result: dict[str, Any] = {"content": list(answer.content), "isError": bool(answer.is_error)}
     if answer.structured_content is not None:
         result["structuredContent"] = answer.structured_content

@@ -27,7 +27,7 @@ from typing import Any
 import msgspec
 
 from lineup.formats.manifest import RESERVED_SCOPE_PREFIX
-from lineup.formats.schemas import CompiledTool, compile_tool
+from lineup.formats.schemas import MCP_DIALECTS, CompiledTool, compile_tool
 from lineup.protocol.fields import MAX_TOOL_DESCRIPTION_CHARS, TOOL_ID_PATTERN
 from lineup.protocol.payloads import ToolDescriptor, ToolTarget
 
@@ -247,8 +247,12 @@ def set_policy(txn: RuntimeTxn, key: str, policy: Policy, now: str) -> McpServer
 
 
 def _output_schema(tool: McpToolSnapshot) -> dict[str, Any]:
-    structured: dict[str, Any] = tool.output_schema or {"type": "object"}
+    """MCP's result, with the server's own output schema for ``structuredContent`` (its
+    dialect becomes the whole schema's: one ``$schema``, at the root)."""
+    structured: dict[str, Any] = dict(tool.output_schema or {"type": "object"})
+    dialect = structured.pop("$schema", None)
     return {
+        **({"$schema": dialect} if dialect is not None else {}),
         "type": "object",
         "properties": {
             "content": {"type": "array", "items": {"type": "object"}},
@@ -284,7 +288,7 @@ def _descriptor(entry: McpServerEntry, tool: McpToolSnapshot) -> ToolDescriptor 
 def _compiled(body: bytes) -> CompiledTool | None:
     descriptor = msgspec.json.decode(body, type=ToolDescriptor)
     try:
-        return compile_tool(descriptor)
+        return compile_tool(descriptor, dialects=MCP_DIALECTS)
     except Exception:  # a schema our validators refuse: the tool is left out
         return None
 
