@@ -51,6 +51,8 @@ __all__ = ["McpGateway", "McpRefused", "McpServersChanged"]
 
 log = logging.getLogger("lineup.runtime.mcp")
 
+START_WAIT_S = 30.0
+"""How long a call waits for its server to finish starting (or restarting)."""
 MAX_RESULT_BYTES = 4 * 1024 * 1024
 """The largest ``tool.result`` an MCP call may give the agent (its JSON)."""
 
@@ -266,6 +268,10 @@ class McpGateway:
                 await self._end(call, Event.FAIL, code=ErrorCode.MCP_SERVER_UNAVAILABLE)
                 return
             left = (datetime.fromisoformat(call.expires_at) - self._clock()).total_seconds()
+            if not await self._ready(connection, min(left, START_WAIT_S)):
+                await self._end(call, Event.FAIL, code=ErrorCode.MCP_SERVER_UNAVAILABLE)
+                return
+            left = (datetime.fromisoformat(call.expires_at) - self._clock()).total_seconds()
             started = time.perf_counter()
             try:
                 answer = await connection.call_tool(
@@ -300,6 +306,19 @@ class McpGateway:
         finally:
             if self._running.get(key) is asyncio.current_task():
                 self._running.pop(key, None)
+
+    @staticmethod
+    async def _ready(connection: McpServer, within: float) -> bool:
+        """Whether the server is ready, waiting ``within`` seconds for one that is
+        starting or restarting (its tools stay advertised meanwhile)."""
+        from .connection import McpState
+
+        if connection.state in (McpState.STARTING, McpState.RESTARTING) and within > 0:
+            with contextlib.suppress(TimeoutError):
+                await connection.wait_for(
+                    McpState.READY, McpState.FAILED, McpState.STOPPED, timeout_s=within
+                )
+        return connection.state is McpState.READY
 
     async def _output_problem(self, call: McpCall, result: dict[str, Any]) -> bool:
         """Whether the server's answer breaks the output schema the inventory advertised
