@@ -3,7 +3,8 @@
 Written with the ``mcp`` server SDK (lowlevel ``Server``), so what is right on the
 wire is the SDK's and what is wrong is ours on purpose. ``FAULT_MODE`` picks how it
 starts (``normal``; ``exit``: exits at once; ``silent``: never answers initialize;
-``lie``: lists tools with bad schemas and names; ``stubborn``: ignores stdin closing
+``lie``: lists tools with bad schemas and names; ``slowlist``: never answers
+``tools/list``; ``stubborn``: ignores stdin closing
 and SIGTERM). Its tools misbehave when called: ``crash``, ``hang``, ``slow`` (with
 progress), ``garbage``, ``flood``, ``logs``, ``big``, ``change_tools``, and
 ``ask_sampling`` / ``ask_roots`` (it asks us, and answers with the error code it got).
@@ -70,6 +71,8 @@ def _tools() -> list[types.Tool]:
         _tool("ask_roots"),
         _tool("cancellations", number),
         _tool("capabilities"),
+        _tool("stderr", number),
+        _tool("env"),
         _tool("view", _meta={"ui": {"resourceUri": "ui://fault/view", "visibility": ["app"]}}),
     ]
     if added_tool:
@@ -81,6 +84,8 @@ async def list_tools(
     ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
     tools = _tools()
+    if MODE == "slowlist":
+        await anyio.sleep_forever()
     if MODE == "lie":
         # The SDK checks what it sends; _LyingStdout makes these lies on the wire.
         tools.append(_tool("string_schema", {"type": "object", "properties": {}, "lie": "string"}))
@@ -147,6 +152,13 @@ async def call_tool(
             except MCPError as exc:
                 return _text(f"error {exc.error.code}")
             return _text("answered")
+        if name == "stderr":
+            for step in range(int(args.get("n", 1000))):
+                print(f"stderr line {step} " + "y" * 500, file=sys.stderr)
+            sys.stderr.flush()
+            return _text("written")
+        if name == "env":
+            return _text(",".join(sorted(os.environ)))
         if name == "capabilities":
             declared = ctx.session.client_capabilities
             assert declared is not None

@@ -156,12 +156,12 @@ class _StderrTail:
         self.total_lines = 0
 
     def add(self, line: bytes) -> None:
-        line = line[-min(4096, self._max_bytes) :]
+        line = line[-min(4096, self._max_bytes - 1) :]
         self._lines.append(line)
-        self._bytes += len(line)
+        self._bytes += len(line) + 1  # with its newline
         self.total_lines += 1
         while len(self._lines) > self._max_lines or self._bytes > self._max_bytes:
-            self._bytes -= len(self._lines.popleft())
+            self._bytes -= len(self._lines.popleft()) + 1
 
     def text(self) -> str:
         return b"\n".join(self._lines).decode("utf-8", "replace")
