@@ -71,7 +71,7 @@ from .results import (
 )
 from .sdk_logs import guard_sdk_logs
 from .stdio import StdioLink, stdio_link
-from .tools import MAX_TOOLS, RejectedTool, RejectionReason, ServerInfo, decode_tools
+from .tools import MAX_TOOLS, McpTool, RejectedTool, RejectionReason, ServerInfo, decode_tools
 
 __all__ = [
     "UI_EXTENSION",
@@ -90,6 +90,12 @@ UI_MIME_TYPE = "text/html;profile=mcp-app"
 CLIENT_INFO = types.Implementation(name="lineup", version="0.1")
 _PROTOCOL_VERSION_HEADER = "mcp-protocol-version"
 _SSE_TOO_LARGE = re.compile(r"^SSE stream failed: Server-sent event exceeded the \d+ byte limit")
+_HTTP_REFUSAL = re.compile(
+    r"Server returned an error response\Z|Session terminated\Z|Session not found\Z"
+)
+"""What the SDK's HTTP client answers for a request the server refused at the HTTP level."""
+_OUR_TIMEOUT = re.compile(r"Request '[^']*' timed out\Z")
+"""The dispatcher's own timeout (a server may send the same code for something else)."""
 _UNKNOWN_TOOL = re.compile(
     r"unknown tool|tool .{0,140} not found|no such tool|tool not found", re.I
 )
@@ -531,7 +537,7 @@ class McpServer:
 
     async def _list_tools(
         self, connection: _Connection
-    ) -> tuple[tuple[Any, ...], tuple[RejectedTool, ...]]:
+    ) -> tuple[tuple[McpTool, ...], tuple[RejectedTool, ...]]:
         raw_tools: list[Any] = []
         cursor: str | None = None
         try:
@@ -601,7 +607,7 @@ class McpServer:
             try:
                 raw = await connection.dispatcher.send_raw_request("tools/call", params, opts)  # type: ignore[arg-type]
             except MCPError as exc:
-                error = self._call_error(exc, connection, request_id, timeout_s, tool=True)
+                error = await self._failed_call(exc, connection, request_id, timeout_s, tool=True)
             finally:
                 tg.cancel_scope.cancel()
         if error is not None:
@@ -636,7 +642,7 @@ class McpServer:
         try:
             raw = await connection.dispatcher.send_raw_request("resources/read", {"uri": uri}, opts)  # type: ignore[arg-type]
         except MCPError as exc:
-            error = self._call_error(exc, connection, request_id, timeout_s, tool=False)
+            error = await self._failed_call(exc, connection, request_id, timeout_s, tool=False)
             if error.code is ErrorCode.MCP_RESULT_TOO_LARGE:
                 error = McpCallError(
                     ErrorCode.MCP_RESOURCE_TOO_LARGE,
@@ -657,6 +663,31 @@ class McpServer:
             )
         return connection
 
+    async def _failed_call(
+        self,
+        exc: MCPError,
+        connection: _Connection,
+        request_id: str,
+        timeout_s: float,
+        *,
+        tool: bool,
+    ) -> McpCallError:
+        """The error of a failed call; over HTTP, an HTTP-level refusal may mean the
+        server lost our session (it restarted): a ping says, and a lost session is a
+        lost connection (the supervisor connects again)."""
+        if connection.link is None and _HTTP_REFUSAL.match(exc.error.message or ""):
+            try:
+                await connection.dispatcher.send_raw_request(
+                    "ping", None, {"headers": connection.headers(), "timeout": 5.0}
+                )
+            except MCPError:
+                connection.lost.set()
+                return McpCallError(
+                    ErrorCode.MCP_SERVER_UNAVAILABLE,
+                    f"MCP server {self.key}: the server no longer knows our session",
+                )
+        return self._call_error(exc, connection, request_id, timeout_s, tool=tool)
+
     def _call_error(
         self,
         exc: MCPError,
@@ -675,7 +706,7 @@ class McpServer:
                 f"MCP server {self.key}: the answer is over the limit of"
                 f" {self.limits.max_message_bytes} bytes",
             )
-        if code == REQUEST_TIMEOUT:
+        if code == REQUEST_TIMEOUT and _OUR_TIMEOUT.match(message):
             return McpCallError(
                 ErrorCode.MCP_TIMEOUT,
                 f"MCP server {self.key} did not answer within {timeout_s:g} s",
