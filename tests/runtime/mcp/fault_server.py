@@ -10,12 +10,14 @@ progress), ``garbage``, ``flood``, ``logs``, ``big``, ``change_tools``, and
 ``ask_sampling`` / ``ask_roots`` (it asks us, and answers with the error code it got).
 It writes what it saw (started, cancelled) to the file named by ``FAULT_RECORD``, one line each.
 
-Run: ``python fault_server.py``.
+Run: ``python fault_server.py`` (stdio), or with ``FAULT_HTTP_PORT`` set: streamable
+HTTP on that loopback port (``FAULT_HTTP_JSON=1``: JSON answers instead of SSE).
 """
 
 from __future__ import annotations
 
 import io
+import json
 import os
 import signal
 import sys
@@ -73,6 +75,7 @@ def _tools() -> list[types.Tool]:
         _tool("capabilities"),
         _tool("stderr", number),
         _tool("env"),
+        _tool("headers"),
         _tool("view", _meta={"ui": {"resourceUri": "ui://fault/view", "visibility": ["app"]}}),
     ]
     if added_tool:
@@ -157,6 +160,11 @@ async def call_tool(
                 print(f"stderr line {step} " + "y" * 500, file=sys.stderr)
             sys.stderr.flush()
             return _text("written")
+        if name == "headers":
+            request = ctx.request
+            seen = dict(request.headers) if request is not None else {}  # type: ignore[attr-defined]
+            wanted = {k: v for k, v in seen.items() if k in ("authorization", "x-team")}
+            return _text(json.dumps(wanted, sort_keys=True))
         if name == "env":
             return _text(",".join(sorted(os.environ)))
         if name == "capabilities":
@@ -234,8 +242,21 @@ class _LyingStdout(io.TextIOBase):
         self._out.flush()
 
 
+async def serve_http(port: int) -> None:
+    """Streamable HTTP on a loopback port (uvicorn says when it listens, on stderr)."""
+    import uvicorn
+
+    json_response = os.environ.get("FAULT_HTTP_JSON") == "1"
+    app = server.streamable_http_app(json_response=json_response)
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="info", lifespan="on")
+    await uvicorn.Server(config).serve()
+
+
 async def main() -> None:
     record(f"pid {os.getpid()}")
+    if os.environ.get("FAULT_HTTP_PORT"):
+        await serve_http(int(os.environ["FAULT_HTTP_PORT"]))
+        return
     if MODE == "exit":
         print("fault server: exiting at once", file=sys.stderr)
         sys.exit(3)
