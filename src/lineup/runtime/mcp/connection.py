@@ -31,7 +31,6 @@ import itertools
 import logging
 import random
 import re
-from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -59,6 +58,7 @@ from mcp_types import (
 from lineup.protocol import ErrorCode
 
 from .backoff import Backoff
+from .bounded import Progress, ProgressPump, StderrTail
 from .config import ServerConfig
 from .results import (
     ElicitAnswer,
@@ -121,10 +121,6 @@ _MOVES: dict[McpState, frozenset[McpState]] = {
 """Every state change a server may make; anything else is a bug here."""
 
 
-class Progress(Protocol):
-    async def __call__(self, progress: float, total: float | None, message: str | None) -> None: ...
-
-
 class Elicit(Protocol):
     async def __call__(
         self, server_key: str, message: str, requested_schema: dict[str, Any]
@@ -149,62 +145,6 @@ class McpLimits:
     backoff_cap_s: float = 30.0
     quick_failure_s: float = 10.0
     max_quick_failures: int = 5
-
-
-class _StderrTail:
-    """The last lines a child wrote on stderr, bounded in lines and bytes."""
-
-    def __init__(self, max_lines: int, max_bytes: int) -> None:
-        self._lines: deque[bytes] = deque()
-        self._bytes = 0
-        self._max_lines = max_lines
-        self._max_bytes = max_bytes
-        self.total_lines = 0
-
-    def add(self, line: bytes) -> None:
-        line = line[-min(4096, self._max_bytes - 1) :]
-        self._lines.append(line)
-        self._bytes += len(line) + 1  # with its newline
-        self.total_lines += 1
-        while len(self._lines) > self._max_lines or self._bytes > self._max_bytes:
-            self._bytes -= len(self._lines.popleft()) + 1
-
-    def text(self) -> str:
-        return b"\n".join(self._lines).decode("utf-8", "replace")
-
-
-class _ProgressPump:
-    """Coalesces a server's progress notifications into a bounded, paced stream.
-
-    The dispatcher calls ``receive`` once per notification; it only keeps the newest
-    value, so a flood costs one slot however long it lasts. ``run`` hands the newest
-    value to the caller's callback at most once per ``interval_s``.
-    """
-
-    def __init__(self, callback: Progress, interval_s: float) -> None:
-        self._callback = callback
-        self._interval_s = interval_s
-        self._latest: tuple[float, float | None, str | None] | None = None
-        self._ready = anyio.Event()
-        self.received = 0
-
-    async def receive(self, progress: float, total: float | None, message: str | None) -> None:
-        self.received += 1
-        self._latest = (progress, total, one_line(message, 500) if message else None)
-        self._ready.set()
-
-    async def run(self) -> None:
-        while True:
-            await self._ready.wait()
-            self._ready = anyio.Event()
-            value, self._latest = self._latest, None
-            if value is None:
-                continue
-            try:
-                await self._callback(*value)
-            except Exception:
-                log.exception("mcp progress callback raised")
-            await anyio.sleep(self._interval_s)  # pacing, not waiting for something
 
 
 class _Session(ClientSession):
@@ -269,7 +209,7 @@ class McpServer:
         self._reason: str | None = None
         self._connection: _Connection | None = None
         self._changed = anyio.Event()
-        self._stderr = _StderrTail(self.limits.stderr_lines, self.limits.stderr_bytes)
+        self._stderr = StderrTail(self.limits.stderr_lines, self.limits.stderr_bytes)
         self._ids = itertools.count(1)
         self._task: asyncio.Task[None] | None = None
         self._scope = anyio.CancelScope()
@@ -593,7 +533,7 @@ class McpServer:
         }
         params = {"name": name, "arguments": dict(arguments or {})}
         pump = (
-            _ProgressPump(progress, self.limits.progress_interval_s)
+            ProgressPump(progress, self.limits.progress_interval_s)
             if progress is not None
             else None
         )
