@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import pytest
@@ -172,3 +172,55 @@ def pid_gone(pid: int) -> bool:
     except ProcessLookupError:
         return True
     return False
+
+
+@contextmanager
+def fault_over_http(
+    tmp_path: Path, *, json_response: bool = False, **headers: str
+) -> Iterator[ServerConfig]:
+    """The fault server serving streamable HTTP on a free loopback port, as a child;
+    ``headers`` are the config's (``x_team`` is sent as ``X-Team``)."""
+    port = free_port()
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "FAULT_HTTP_PORT": str(port),
+        "FAULT_HTTP_JSON": "1" if json_response else "0",
+        "FAULT_RECORD": str(tmp_path / "http.record"),
+    }
+    process = subprocess.Popen(
+        [sys.executable, str(FAULT_SERVER)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    drain: threading.Thread | None = None
+    try:
+        assert process.stderr is not None
+        for line in process.stderr:
+            if "Uvicorn running on" in line:
+                break
+        else:
+            pytest.fail("the fault server did not listen")
+        drain = threading.Thread(target=process.stderr.read, daemon=True)
+        drain.start()
+        yield ServerConfig(
+            name="fault",
+            key="fault",
+            transport="http",
+            url=f"http://127.0.0.1:{port}/mcp",
+            headers={name.replace("_", "-").title(): value for name, value in headers.items()},
+        )
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+        if drain is not None:
+            drain.join(5)
+        if process.stderr is not None:
+            process.stderr.close()

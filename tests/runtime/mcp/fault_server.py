@@ -3,18 +3,21 @@
 Written with the ``mcp`` server SDK (lowlevel ``Server``), so what is right on the
 wire is the SDK's and what is wrong is ours on purpose. ``FAULT_MODE`` picks how it
 starts (``normal``; ``exit``: exits at once; ``silent``: never answers initialize;
-``lie``: lists tools with bad schemas and names; ``stubborn``: ignores stdin closing
+``lie``: lists tools with bad schemas and names; ``slowlist``: never answers
+``tools/list``; ``stubborn``: ignores stdin closing
 and SIGTERM). Its tools misbehave when called: ``crash``, ``hang``, ``slow`` (with
 progress), ``garbage``, ``flood``, ``logs``, ``big``, ``change_tools``, and
 ``ask_sampling`` / ``ask_roots`` (it asks us, and answers with the error code it got).
 It writes what it saw (started, cancelled) to the file named by ``FAULT_RECORD``, one line each.
 
-Run: ``python fault_server.py``.
+Run: ``python fault_server.py`` (stdio), or with ``FAULT_HTTP_PORT`` set: streamable
+HTTP on that loopback port (``FAULT_HTTP_JSON=1``: JSON answers instead of SSE).
 """
 
 from __future__ import annotations
 
 import io
+import json
 import os
 import signal
 import sys
@@ -70,6 +73,9 @@ def _tools() -> list[types.Tool]:
         _tool("ask_roots"),
         _tool("cancellations", number),
         _tool("capabilities"),
+        _tool("stderr", number),
+        _tool("env"),
+        _tool("headers"),
         _tool("view", _meta={"ui": {"resourceUri": "ui://fault/view", "visibility": ["app"]}}),
     ]
     if added_tool:
@@ -81,6 +87,8 @@ async def list_tools(
     ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
     tools = _tools()
+    if MODE == "slowlist":
+        await anyio.sleep_forever()
     if MODE == "lie":
         # The SDK checks what it sends; _LyingStdout makes these lies on the wire.
         tools.append(_tool("string_schema", {"type": "object", "properties": {}, "lie": "string"}))
@@ -147,6 +155,18 @@ async def call_tool(
             except MCPError as exc:
                 return _text(f"error {exc.error.code}")
             return _text("answered")
+        if name == "stderr":
+            for step in range(int(args.get("n", 1000))):
+                print(f"stderr line {step} " + "y" * 500, file=sys.stderr)
+            sys.stderr.flush()
+            return _text("written")
+        if name == "headers":
+            request = ctx.request
+            seen = dict(request.headers) if request is not None else {}  # type: ignore[attr-defined]
+            wanted = {k: v for k, v in seen.items() if k in ("authorization", "x-team")}
+            return _text(json.dumps(wanted, sort_keys=True))
+        if name == "env":
+            return _text(",".join(sorted(os.environ)))
         if name == "capabilities":
             declared = ctx.session.client_capabilities
             assert declared is not None
@@ -222,8 +242,21 @@ class _LyingStdout(io.TextIOBase):
         self._out.flush()
 
 
+async def serve_http(port: int) -> None:
+    """Streamable HTTP on a loopback port (uvicorn says when it listens, on stderr)."""
+    import uvicorn
+
+    json_response = os.environ.get("FAULT_HTTP_JSON") == "1"
+    app = server.streamable_http_app(json_response=json_response)
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="info", lifespan="on")
+    await uvicorn.Server(config).serve()
+
+
 async def main() -> None:
     record(f"pid {os.getpid()}")
+    if os.environ.get("FAULT_HTTP_PORT"):
+        await serve_http(int(os.environ["FAULT_HTTP_PORT"]))
+        return
     if MODE == "exit":
         print("fault server: exiting at once", file=sys.stderr)
         sys.exit(3)

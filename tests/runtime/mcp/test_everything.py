@@ -254,3 +254,18 @@ async def test_an_http_server_that_goes_away_is_reconnected_when_it_comes_back(
             _text(await server.call_tool("echo", {"message": "back"}, timeout_s=TIMEOUT_S))
             == "Echo: back"
         )
+        # Restarted between two calls: the new process does not know our session.
+        http_everything.stop(kill=True)
+        http_everything.start()
+        starts = server.starts
+        with pytest.raises(McpCallError) as caught:
+            await server.call_tool("echo", {"message": "stale"}, timeout_s=TIMEOUT_S)
+        assert caught.value.code is ErrorCode.MCP_SERVER_UNAVAILABLE
+        assert (
+            caught.value.message == "MCP server everything: the server no longer knows our session"
+        )
+        await server.wait_for_change(
+            lambda s: s.starts > starts and s.state is McpState.READY, timeout_s=30
+        )
+        echoed = await server.call_tool("echo", {"message": "anew"}, timeout_s=TIMEOUT_S)
+        assert _text(echoed) == "Echo: anew"

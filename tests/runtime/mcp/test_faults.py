@@ -325,3 +325,38 @@ async def test_the_servers_of_a_config_start_disable_and_stop_together(fault: Fa
         await servers.stop()
     assert all(s.state is McpState.STOPPED for s in servers)
     assert all(pid is not None and pid_gone(pid) for pid in pids)
+
+
+async def test_a_server_that_never_lists_its_tools_is_not_waited_for(fault: FaultFactory) -> None:
+    config, _ = fault("slowlist")
+    limits = dataclasses.replace(FAST, list_timeout_s=0.5, max_quick_failures=2)
+    server = McpServer(config, limits=limits)
+    await server.start()
+    try:
+        await server.wait_for(McpState.FAILED, timeout_s=30)
+        assert server.reason == "the server did not list its tools within 0.5 s"
+    finally:
+        await server.stop()
+
+
+async def test_stderr_is_kept_bounded_in_memory(fault: FaultFactory) -> None:
+    config, _ = fault()
+    async with running(config) as server:
+        await server.call_tool("stderr", {"n": 1000}, timeout_s=TIMEOUT_S)
+        await server.call_tool("stderr", {"n": 1}, timeout_s=TIMEOUT_S)
+    # stop() read what was left in the pipe.
+    tail = server.stderr_tail()
+    lines = tail.splitlines()
+    assert len(lines) <= FAST.stderr_lines and len(tail.encode()) <= FAST.stderr_bytes
+    assert lines[-1].startswith("stderr line 0 ") and lines[-2].startswith("stderr line 999 ")
+
+
+async def test_a_child_gets_a_minimal_environment_and_its_configured_env(
+    fault: FaultFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LINEUP_TEST_RUNTIME_SECRET", "not for children")
+    config, _ = fault(CONFIGURED="yes")
+    async with running(config) as server:
+        names = set(_text(await server.call_tool("env", {}, timeout_s=TIMEOUT_S)).split(","))
+    assert {"CONFIGURED", "FAULT_MODE", "PATH", "HOME"} <= names
+    assert "LINEUP_TEST_RUNTIME_SECRET" not in names

@@ -31,7 +31,6 @@ import itertools
 import logging
 import random
 import re
-from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -59,6 +58,7 @@ from mcp_types import (
 from lineup.protocol import ErrorCode
 
 from .backoff import Backoff
+from .bounded import Progress, ProgressPump, StderrTail
 from .config import ServerConfig
 from .results import (
     ElicitAnswer,
@@ -71,7 +71,7 @@ from .results import (
 )
 from .sdk_logs import guard_sdk_logs
 from .stdio import StdioLink, stdio_link
-from .tools import MAX_TOOLS, RejectedTool, RejectionReason, ServerInfo, decode_tools
+from .tools import MAX_TOOLS, McpTool, RejectedTool, RejectionReason, ServerInfo, decode_tools
 
 __all__ = [
     "UI_EXTENSION",
@@ -90,6 +90,12 @@ UI_MIME_TYPE = "text/html;profile=mcp-app"
 CLIENT_INFO = types.Implementation(name="lineup", version="0.1")
 _PROTOCOL_VERSION_HEADER = "mcp-protocol-version"
 _SSE_TOO_LARGE = re.compile(r"^SSE stream failed: Server-sent event exceeded the \d+ byte limit")
+_HTTP_REFUSAL = re.compile(
+    r"Server returned an error response\Z|Session terminated\Z|Session not found\Z"
+)
+"""What the SDK's HTTP client answers for a request the server refused at the HTTP level."""
+_OUR_TIMEOUT = re.compile(r"Request '[^']*' timed out\Z")
+"""The dispatcher's own timeout (a server may send the same code for something else)."""
 _UNKNOWN_TOOL = re.compile(
     r"unknown tool|tool .{0,140} not found|no such tool|tool not found", re.I
 )
@@ -113,10 +119,6 @@ _MOVES: dict[McpState, frozenset[McpState]] = {
     McpState.FAILED: frozenset({McpState.STARTING, McpState.STOPPED}),
 }
 """Every state change a server may make; anything else is a bug here."""
-
-
-class Progress(Protocol):
-    async def __call__(self, progress: float, total: float | None, message: str | None) -> None: ...
 
 
 class Elicit(Protocol):
@@ -143,62 +145,6 @@ class McpLimits:
     backoff_cap_s: float = 30.0
     quick_failure_s: float = 10.0
     max_quick_failures: int = 5
-
-
-class _StderrTail:
-    """The last lines a child wrote on stderr, bounded in lines and bytes."""
-
-    def __init__(self, max_lines: int, max_bytes: int) -> None:
-        self._lines: deque[bytes] = deque()
-        self._bytes = 0
-        self._max_lines = max_lines
-        self._max_bytes = max_bytes
-        self.total_lines = 0
-
-    def add(self, line: bytes) -> None:
-        line = line[-min(4096, self._max_bytes) :]
-        self._lines.append(line)
-        self._bytes += len(line)
-        self.total_lines += 1
-        while len(self._lines) > self._max_lines or self._bytes > self._max_bytes:
-            self._bytes -= len(self._lines.popleft())
-
-    def text(self) -> str:
-        return b"\n".join(self._lines).decode("utf-8", "replace")
-
-
-class _ProgressPump:
-    """Coalesces a server's progress notifications into a bounded, paced stream.
-
-    The dispatcher calls ``receive`` once per notification; it only keeps the newest
-    value, so a flood costs one slot however long it lasts. ``run`` hands the newest
-    value to the caller's callback at most once per ``interval_s``.
-    """
-
-    def __init__(self, callback: Progress, interval_s: float) -> None:
-        self._callback = callback
-        self._interval_s = interval_s
-        self._latest: tuple[float, float | None, str | None] | None = None
-        self._ready = anyio.Event()
-        self.received = 0
-
-    async def receive(self, progress: float, total: float | None, message: str | None) -> None:
-        self.received += 1
-        self._latest = (progress, total, one_line(message, 500) if message else None)
-        self._ready.set()
-
-    async def run(self) -> None:
-        while True:
-            await self._ready.wait()
-            self._ready = anyio.Event()
-            value, self._latest = self._latest, None
-            if value is None:
-                continue
-            try:
-                await self._callback(*value)
-            except Exception:
-                log.exception("mcp progress callback raised")
-            await anyio.sleep(self._interval_s)  # pacing, not waiting for something
 
 
 class _Session(ClientSession):
@@ -263,7 +209,7 @@ class McpServer:
         self._reason: str | None = None
         self._connection: _Connection | None = None
         self._changed = anyio.Event()
-        self._stderr = _StderrTail(self.limits.stderr_lines, self.limits.stderr_bytes)
+        self._stderr = StderrTail(self.limits.stderr_lines, self.limits.stderr_bytes)
         self._ids = itertools.count(1)
         self._task: asyncio.Task[None] | None = None
         self._scope = anyio.CancelScope()
@@ -531,7 +477,7 @@ class McpServer:
 
     async def _list_tools(
         self, connection: _Connection
-    ) -> tuple[tuple[Any, ...], tuple[RejectedTool, ...]]:
+    ) -> tuple[tuple[McpTool, ...], tuple[RejectedTool, ...]]:
         raw_tools: list[Any] = []
         cursor: str | None = None
         try:
@@ -587,7 +533,7 @@ class McpServer:
         }
         params = {"name": name, "arguments": dict(arguments or {})}
         pump = (
-            _ProgressPump(progress, self.limits.progress_interval_s)
+            ProgressPump(progress, self.limits.progress_interval_s)
             if progress is not None
             else None
         )
@@ -601,7 +547,7 @@ class McpServer:
             try:
                 raw = await connection.dispatcher.send_raw_request("tools/call", params, opts)  # type: ignore[arg-type]
             except MCPError as exc:
-                error = self._call_error(exc, connection, request_id, timeout_s, tool=True)
+                error = await self._failed_call(exc, connection, request_id, timeout_s, tool=True)
             finally:
                 tg.cancel_scope.cancel()
         if error is not None:
@@ -636,7 +582,7 @@ class McpServer:
         try:
             raw = await connection.dispatcher.send_raw_request("resources/read", {"uri": uri}, opts)  # type: ignore[arg-type]
         except MCPError as exc:
-            error = self._call_error(exc, connection, request_id, timeout_s, tool=False)
+            error = await self._failed_call(exc, connection, request_id, timeout_s, tool=False)
             if error.code is ErrorCode.MCP_RESULT_TOO_LARGE:
                 error = McpCallError(
                     ErrorCode.MCP_RESOURCE_TOO_LARGE,
@@ -657,6 +603,31 @@ class McpServer:
             )
         return connection
 
+    async def _failed_call(
+        self,
+        exc: MCPError,
+        connection: _Connection,
+        request_id: str,
+        timeout_s: float,
+        *,
+        tool: bool,
+    ) -> McpCallError:
+        """The error of a failed call; over HTTP, an HTTP-level refusal may mean the
+        server lost our session (it restarted): a ping says, and a lost session is a
+        lost connection (the supervisor connects again)."""
+        if connection.link is None and _HTTP_REFUSAL.match(exc.error.message or ""):
+            try:
+                await connection.dispatcher.send_raw_request(
+                    "ping", None, {"headers": connection.headers(), "timeout": 5.0}
+                )
+            except MCPError:
+                connection.lost.set()
+                return McpCallError(
+                    ErrorCode.MCP_SERVER_UNAVAILABLE,
+                    f"MCP server {self.key}: the server no longer knows our session",
+                )
+        return self._call_error(exc, connection, request_id, timeout_s, tool=tool)
+
     def _call_error(
         self,
         exc: MCPError,
@@ -675,7 +646,7 @@ class McpServer:
                 f"MCP server {self.key}: the answer is over the limit of"
                 f" {self.limits.max_message_bytes} bytes",
             )
-        if code == REQUEST_TIMEOUT:
+        if code == REQUEST_TIMEOUT and _OUR_TIMEOUT.match(message):
             return McpCallError(
                 ErrorCode.MCP_TIMEOUT,
                 f"MCP server {self.key} did not answer within {timeout_s:g} s",

@@ -120,6 +120,7 @@ async def stdio_link(
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
     writer_done = anyio.Event()
+    stderr_done = anyio.Event()
 
     async def deliver(line: bytes) -> bool:
         """Hand one complete line on; False when the connection must end."""
@@ -183,15 +184,18 @@ async def stdio_link(
         assert process.stderr is not None
         pending = b""
         try:
-            async for chunk in process.stderr:
-                lines = (pending + chunk).split(b"\n")
-                pending = lines.pop()[-4096:]
-                for line in lines:
-                    on_stderr(line)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            pass
-        if pending:
-            on_stderr(pending)
+            try:
+                async for chunk in process.stderr:
+                    lines = (pending + chunk).split(b"\n")
+                    pending = lines.pop()[-4096:]
+                    for line in lines:
+                        on_stderr(line)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                pass
+            if pending:
+                on_stderr(pending)
+        finally:
+            stderr_done.set()
 
     async def stdin_writer() -> None:
         assert process.stdin is not None
@@ -219,6 +223,9 @@ async def stdio_link(
                     await writer_done.wait()
                 # The SDK's escalation: stdin closed, a grace, SIGTERM to the group, SIGKILL.
                 await _stop_server_process(process)
+                # The child's last words (why it crashed) are still in the pipe.
+                with anyio.move_on_after(0.5):
+                    await stderr_done.wait()
                 if process.stderr is not None:
                     await process.stderr.aclose()
             tg.cancel_scope.cancel()
