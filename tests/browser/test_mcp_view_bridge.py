@@ -271,9 +271,12 @@ const app = new App({ name: "Test View", version: "1.2.3" }, { availableDisplayM
 const seen = [];
 window.seen = seen;
 window.app = app;
-app.ontoolinput = (params) => seen.push({ kind: "tool-input", params });
+// "early": it came before the handshake ended (the host must send nothing before the
+// view's ui/notifications/initialized, and the SDK would not notice if it did).
+const early = () => window.connected === undefined;
+app.ontoolinput = (params) => seen.push({ kind: "tool-input", params, early: early() });
 app.ontoolresult = (params) => {
-  seen.push({ kind: "tool-result", params });
+  seen.push({ kind: "tool-result", params, early: early() });
   document.getElementById("status").textContent = "result: " + params.content[0].text;
 };
 app.onhostcontextchanged = (params) => seen.push({ kind: "context", params });
@@ -323,8 +326,8 @@ async def test_the_real_app_sdk_handshakes_gets_input_and_result_and_its_request
     await view.wait_for_function("() => window.seen && window.seen.length >= 2")
     seen = await view.evaluate("() => window.seen")
     assert seen == [
-        {"kind": "tool-input", "params": {"arguments": {"zone": "UTC"}}},
-        {"kind": "tool-result", "params": _TIME_RESULT},
+        {"kind": "tool-input", "params": {"arguments": {"zone": "UTC"}}, "early": False},
+        {"kind": "tool-result", "params": _TIME_RESULT, "early": False},
     ]
     await view.wait_for_function("() => window.connected !== undefined")
     connected = await view.evaluate("() => window.connected")
