@@ -14,13 +14,18 @@ protocol on purpose. A canary (``tests.support.canary``) hears any network attem
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from playwright.async_api import Browser, Frame, Page
 
 from lineup.host.app import csp as shell_csp
@@ -29,7 +34,12 @@ from lineup.host.surface.mcp_document import mcp_view_document
 from tests.host.surface.listener import serving
 from tests.support.browser import DEFAULT_TIMEOUT_MS, VIEWPORT, PageWatch, save_screenshot
 from tests.support.canary import Canary, launch_chromium_with, resolver_args
-from tests.support.ext_apps import ExtAppsUnavailable, app_sdk_script, example_view
+from tests.support.ext_apps import (
+    ExtAppsUnavailable,
+    app_sdk_script,
+    example_server,
+    example_view,
+)
 
 PARENT_JS = """
 const NS = "lineup.mcp.v1";
@@ -50,6 +60,7 @@ window.addEventListener("message", (e) => {
     }
   } else if (data && data.namespace === NS) {
     own.mcp.push(data);
+    if (window.lineupMcp) window.lineupMcp(at, data); // the test's Runtime, if it has one
   } else {
     own.unknown += 1;
   }
@@ -134,6 +145,9 @@ class _Server:
         return 404, b"", {}
 
 
+McpHandler = Callable[[int, dict[str, Any]], None]
+
+
 @dataclass
 class Stage:
     server: _Server
@@ -141,6 +155,8 @@ class Stage:
     watch: PageWatch
     canary: Canary
     count: int = 0
+    on_mcp: McpHandler | None = None
+    """Called with (mount index, message) for every lineup.mcp.v1 message, if set."""
 
     async def mount(
         self,
@@ -238,10 +254,17 @@ async def stage(mcp_browser: Browser, canary: Canary) -> AsyncIterator[Stage]:
         page = await context.new_page()
         watch = PageWatch()
         watch.attach(page)
+        staged = Stage(server, page, watch, canary)
+
+        def relay(index: int, message: dict[str, Any]) -> None:
+            if staged.on_mcp is not None:
+                staged.on_mcp(index, message)
+
+        await page.expose_function("lineupMcp", relay)
         await page.goto(server.shell + "/")
         await page.wait_for_function("() => window.mount !== undefined")
         try:
-            yield Stage(server, page, watch, canary)
+            yield staged
         finally:
             await context.close()
 
@@ -608,3 +631,111 @@ async def test_a_view_that_names_domains_renders_without_them_and_the_person_is_
     await control.goto(stage.server.shell + "/control")
     assert "control" in (await stage.canary.wait_for("tcp")).first_line
     assert all("control" in hit.first_line for hit in stage.canary.tcp_hits())
+
+
+UI_EXTENSION = {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}
+
+
+def _wire(model: Any) -> dict[str, Any]:
+    return dict(model.model_dump(by_alias=True, exclude_none=True, mode="json"))
+
+
+@asynccontextmanager
+async def _server(package: str, errlog: Path) -> AsyncIterator[ClientSession]:
+    """An official example server over stdio, as the Runtime's MCP client would run it."""
+    try:
+        command = example_server(package)
+    except ExtAppsUnavailable as error:
+        pytest.fail(f"the example server is needed from the npm registry: {error}")
+    params = StdioServerParameters(command=command[0], args=command[1:])
+    with errlog.open("w") as err:
+        async with (
+            stdio_client(params, errlog=err) as (read, write),
+            ClientSession(read, write, extensions=UI_EXTENSION) as session,
+        ):
+            await session.initialize()
+            yield session
+
+
+class _Runtime:
+    """The test's stand-in for the Runtime behind the shell: it answers a view's
+    ``tools/call`` from the real server, for tools whose visibility includes "app"."""
+
+    def __init__(self, stage: Stage, session: ClientSession, tools: dict[str, Any]) -> None:
+        self.stage, self.session, self.tools = stage, session, tools
+        self.calls: list[str] = []
+        self.changed = asyncio.Event()
+        self.tasks: set[asyncio.Task[None]] = set()
+        stage.on_mcp = self.on_message
+
+    def on_message(self, index: int, message: dict[str, Any]) -> None:
+        if message["type"] == "request":
+            task = asyncio.create_task(self.answer(index, message))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    async def answer(self, index: int, message: dict[str, Any]) -> None:
+        reply: dict[str, Any]
+        params = message["params"]
+        tool = self.tools.get(params.get("name")) if message["method"] == "tools/call" else None
+        visibility = ((tool or {}).get("_meta") or {}).get("ui", {}).get("visibility")
+        if tool is None or "app" not in (visibility or ["model", "app"]):
+            reply = {"ok": False, "error": {"code": "tool_not_advertised", "message": "no"}}
+        else:
+            result = await self.session.call_tool(params["name"], params["arguments"])
+            reply = {"ok": True, "result": _wire(result)}
+            self.calls.append(params["name"])
+        await self.stage.to_surface(index, {"type": "response", "id": message["id"], **reply})
+        self.changed.set()
+
+    async def until_calls(self, count: int) -> None:
+        async with asyncio.timeout(20):
+            while len(self.calls) < count:
+                self.changed.clear()
+                await self.changed.wait()
+
+
+EXAMPLES = {
+    # package: (the text its view shows once it has the tool result, app calls to wait for)
+    "@modelcontextprotocol/server-basic-vanillajs": ("Server Time", 0),
+    "@modelcontextprotocol/server-budget-allocator": ("Marketing", 0),
+    "@modelcontextprotocol/server-system-monitor": ("Memory", 2),
+}
+
+
+@pytest.mark.parametrize("package", sorted(EXAMPLES))
+async def test_an_official_example_runs_against_its_real_server_through_the_bridge(
+    stage: Stage, package: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    shows, polls = EXAMPLES[package]
+    async with _server(package, tmp_path / "stderr.txt") as session:
+        tools = {t.name: _wire(t) for t in (await session.list_tools()).tools}
+        name, tool = next((n, t) for n, t in tools.items() if "resourceUri" in t["_meta"]["ui"])
+        read = await session.read_resource(tool["_meta"]["ui"]["resourceUri"])
+        content = _wire(read.contents[0])
+        assert content["mimeType"] == "text/html;profile=mcp-app"
+        runtime = _Runtime(stage, session, tools)
+        index = await stage.mount(
+            content["text"], (content.get("_meta") or {}).get("ui"), tool=tool
+        )
+        await stage.ready(index)
+        result = _wire(await session.call_tool(name, {}))
+        await stage.to_surface(index, {"type": "tool_input", "arguments": {}})
+        await stage.to_surface(index, {"type": "tool_result", "result": result})
+        await stage.until_mcp(index, "(m) => m.type === 'event' && m.name === 'view.initialized'")
+        view = await stage.view(index)
+        await view.get_by_text(shows).first.wait_for()
+        if package.endswith("basic-vanillajs"):
+            await view.get_by_role("button", name="Get Server Time").click()
+            polls = 1
+        await runtime.until_calls(polls)
+        await save_screenshot(stage.page, request.node.name, "real-server")
+        await stage.to_surface(index, {"type": "teardown"})
+        torn = await stage.until_mcp(
+            index, "(m) => m.type === 'event' && m.name === 'view.torn_down'"
+        )
+        assert torn["data"] == {"answered": True}
+    if package.endswith("system-monitor"):
+        assert set(runtime.calls) == {"poll-system-stats"}  # app-only, so the app may
+    assert stage.canary.hits == []
+    assert await stage.page.evaluate("() => window.strays") == []

@@ -10,7 +10,8 @@ with ``npm install --prefix``, under a file lock (parallel test processes), like
   ``globalThis.ExtApps = {...}``, for an inline ``<script type="module">`` in a test view:
   the view side of the handshake is then the real library, not our reading of the spec.
 - ``example_view(package)``: an official example server's ``dist/mcp-app.html``, the
-  exact HTML its ``ui://`` resource serves.
+  exact HTML its ``ui://`` resource serves; ``example_server(package)``: the command
+  that runs the server over stdio (``node dist/index.js --stdio``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from pathlib import Path
 PACKAGES = {
     "@modelcontextprotocol/ext-apps": "2.0.4",
     "@modelcontextprotocol/server-basic-vanillajs": "2.0.3",
+    "@modelcontextprotocol/server-budget-allocator": "2.0.3",
+    "@modelcontextprotocol/server-system-monitor": "2.0.3",
 }
 INSTALL_TIMEOUT_S = 300
 _EXPORT = re.compile(r"export\{([^}]*)\};?\s*\Z")
@@ -115,3 +118,11 @@ def app_sdk_script() -> str:
 def example_view(package: str) -> str:
     """An example server's view HTML (its ``ui://`` resource's text)."""
     return (package_dir(package) / "dist" / "mcp-app.html").read_text(encoding="utf-8")
+
+
+def example_server(package: str) -> list[str]:
+    """The command line of an example server over stdio."""
+    node = shutil.which("node")
+    if node is None:
+        raise ExtAppsUnavailable("the example servers need Node.js: run scripts/system-deps")
+    return [node, str(package_dir(package) / "dist" / "index.js"), "--stdio"]
