@@ -33,13 +33,14 @@ from lineup.host.surface import frame_source
 from lineup.host.surface.mcp_document import mcp_view_document
 from tests.host.surface.listener import serving
 from tests.support.browser import DEFAULT_TIMEOUT_MS, VIEWPORT, PageWatch, save_screenshot
-from tests.support.canary import Canary, launch_chromium_with, resolver_args
+from tests.support.canary import launch_chromium_with, resolver_args
 from tests.support.ext_apps import (
     ExtAppsUnavailable,
     app_sdk_script,
     example_server,
     example_view,
 )
+from tests.support.surface_stage import ConnectCanary
 
 PARENT_JS = """
 const NS = "lineup.mcp.v1";
@@ -153,7 +154,7 @@ class Stage:
     server: _Server
     page: Page
     watch: PageWatch
-    canary: Canary
+    canary: ConnectCanary
     count: int = 0
     on_mcp: McpHandler | None = None
     """Called with (mount index, message) for every lineup.mcp.v1 message, if set."""
@@ -233,19 +234,20 @@ def sdk() -> str:
 
 
 @pytest.fixture
-async def canary() -> AsyncIterator[Canary]:
-    async with Canary.listening() as listening:
+async def canary() -> AsyncIterator[ConnectCanary]:
+    async with ConnectCanary.listening() as listening:
+        assert isinstance(listening, ConnectCanary)
         yield listening
 
 
 @pytest.fixture
-async def mcp_browser(canary: Canary) -> AsyncIterator[Browser]:
+async def mcp_browser(canary: ConnectCanary) -> AsyncIterator[Browser]:
     async with launch_chromium_with(resolver_args(canary)) as browser:
         yield browser
 
 
 @pytest.fixture
-async def stage(mcp_browser: Browser, canary: Canary) -> AsyncIterator[Stage]:
+async def stage(mcp_browser: Browser, canary: ConnectCanary) -> AsyncIterator[Stage]:
     server = _Server()
     async with serving(server) as port:
         server.port = port
@@ -464,7 +466,7 @@ async def test_the_real_app_sdk_handshakes_gets_input_and_result_and_its_request
     assert (await view.evaluate("() => window.seen.at(-1)")) == {"kind": "teardown"}
     assert await stage.page.evaluate("() => window.strays") == []
     assert [m["type"] for m in await stage.mcp(index)].count("request") == 5
-    assert stage.canary.hits == []
+    assert (stage.canary.hits, stage.canary.connects) == ([], [])
 
 
 _TIME_RESULT = {
@@ -589,7 +591,7 @@ async def test_the_official_basic_view_renders_offline_and_its_button_calls_its_
     )
     await view.get_by_text("13:30:00Z").wait_for()
     await save_screenshot(stage.page, request.node.name, "basic-view")
-    assert stage.canary.hits == []
+    assert (stage.canary.hits, stage.canary.connects) == ([], [])
 
 
 DOMAINS_VIEW = """<!doctype html><html><head><meta charset="utf-8"></head><body>
@@ -626,7 +628,7 @@ async def test_a_view_that_names_domains_renders_without_them_and_the_person_is_
 
     # The canary can hear (a page without the surface's headers reaches it), and heard
     # nothing from the view.
-    assert stage.canary.hits == []
+    assert (stage.canary.hits, stage.canary.connects) == ([], [])
     control = await stage.page.context.new_page()
     await control.goto(stage.server.shell + "/control")
     assert "control" in (await stage.canary.wait_for("tcp")).first_line
@@ -737,5 +739,126 @@ async def test_an_official_example_runs_against_its_real_server_through_the_brid
         assert torn["data"] == {"answered": True}
     if package.endswith("system-monitor"):
         assert set(runtime.calls) == {"poll-system-stats"}  # app-only, so the app may
-    assert stage.canary.hits == []
+    assert (stage.canary.hits, stage.canary.connects) == ([], [])
     assert await stage.page.evaluate("() => window.strays") == []
+
+
+LIFECYCLE_VIEW = """<!doctype html><html><head><meta charset="utf-8"></head><body><p>raw</p><script>
+window.got = [];
+addEventListener("message", (e) => { if (e.source === parent) window.got.push(e.data); });
+const send = (m) => parent.postMessage(m, "*");
+send({ jsonrpc: "2.0", id: "init", method: "ui/initialize",
+       params: { protocolVersion: "2026-01-26", appInfo: { name: "raw", version: "0" },
+                 appCapabilities: {} } });
+send({ jsonrpc: "2.0", method: "ui/notifications/initialized" });
+window.call = (id, name) => send({ jsonrpc: "2.0", id, method: "tools/call",
+  params: { name, arguments: {}, _meta: { progressToken: "p-" + id } } });
+window.cancel = (id) => send({ jsonrpc: "2.0", method: "notifications/cancelled",
+  params: { requestId: id, reason: "user" } });
+window.askTeardown = () => send({ jsonrpc: "2.0", method: "ui/notifications/request-teardown" });
+</script></body></html>"""
+
+
+async def _got(view: Frame, predicate: str) -> dict[str, Any]:
+    handle = await view.wait_for_function(f"() => window.got.find({predicate}) || false")
+    return dict(await handle.json_value())
+
+
+async def test_cancel_progress_order_teardown_timeout_and_a_reload_are_kept_to_the_protocol(
+    stage: Stage,
+) -> None:
+    index = await stage.mount(LIFECYCLE_VIEW)
+    await stage.ready(index)
+    await stage.until_mcp(index, "(m) => m.type === 'event' && m.name === 'view.initialized'")
+    view = await stage.view(index)
+    # A second tool_input, and a result after a cancellation, are not the protocol's:
+    # the view gets one input and one terminal notification.
+    for message in (
+        {"type": "tool_input", "arguments": {"a": 1}},
+        {"type": "tool_input", "arguments": {"a": 2}},
+        {"type": "tool_cancelled", "reason": "the agent dismissed the call"},
+        {"type": "tool_result", "result": _TIME_RESULT},
+    ):
+        await stage.to_surface(index, message)
+    await _got(view, "(m) => m.method === 'ui/notifications/tool-cancelled'")
+
+    # Progress for a relayed call reaches the view under its own progressToken; the
+    # view's cancellation reaches the shell, and a late answer reaches nobody.
+    await view.evaluate("() => window.call(7, 'slow')")
+    slow = await _request(stage, index, "tools/call")
+    await stage.to_surface(index, {"type": "progress", "id": slow["id"], "progress": 1, "total": 3})
+    progress = await _got(view, "(m) => m.method === 'notifications/progress'")
+    assert progress["params"] == {"progressToken": "p-7", "progress": 1, "total": 3}
+    await view.evaluate("() => window.cancel(7)")
+    cancel = await stage.until_mcp(index, "(m) => m.type === 'cancel'")
+    assert cancel["id"] == slow["id"]
+    await stage.to_surface(index, {"type": "response", "id": slow["id"], "ok": True, "result": {}})
+    # The view asks to be torn down; the shell hears it.
+    await view.evaluate("() => window.askTeardown()")
+    await stage.until_mcp(index, "(m) => m.name === 'view.teardown_requested'")
+    # A call still waiting when the shell tears the view down: the view's teardown
+    # request goes unanswered, so the bridge gives up after its timeout; the waiting
+    # call is answered with an error and cancelled for the shell.
+    await view.evaluate("() => window.call(8, 'waiting')")
+    waiting = await stage.until_mcp(
+        index, "(m) => m.type === 'request' && m.params.name === 'waiting'"
+    )
+    await stage.to_surface(index, {"type": "teardown", "reason": "closed"})
+    teardown = await _got(view, "(m) => m.method === 'ui/resource-teardown'")
+    assert teardown == {
+        "jsonrpc": "2.0",
+        "id": "lineup-teardown",
+        "method": "ui/resource-teardown",
+        "params": {"reason": "closed"},
+    }
+    torn = await stage.until_mcp(index, "(m) => m.name === 'view.torn_down'")
+    assert torn["data"] == {"answered": False}
+    refused = await _got(view, "(m) => m.id === 8")
+    assert refused["error"]["data"] == {"code": "request_invalid"}
+    cancels = [m["id"] for m in await stage.mcp(index) if m["type"] == "cancel"]
+    assert cancels == [slow["id"], waiting["id"]]
+
+    got = await view.evaluate("() => window.got.filter((m) => m.method)")
+    methods = [m["method"] for m in got]
+    assert methods == [
+        "ui/notifications/tool-input",
+        "ui/notifications/tool-cancelled",
+        "notifications/progress",
+        "ui/resource-teardown",
+    ]
+    assert got[0]["params"] == {"arguments": {"a": 1}}
+    answered = await view.evaluate("() => window.got.filter((m) => m.id === 7)")
+    assert answered == []
+
+
+NAVIGATING_VIEW = """<!doctype html><html><head><meta charset="utf-8"></head><body><script>
+parent.postMessage({ jsonrpc: "2.0", id: "init", method: "ui/initialize",
+  params: { protocolVersion: "2026-01-26", appInfo: { name: "nav", version: "0" },
+            appCapabilities: {} } }, "*");
+parent.postMessage({ jsonrpc: "2.0", method: "ui/notifications/initialized" }, "*");
+parent.postMessage({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "x" } }, "*");
+window.go = (url) => { location.href = url; };
+</script></body></html>"""
+
+
+@pytest.mark.parametrize("target", ["reload", "http://nav.attacker.test/away"])
+async def test_a_view_that_reloads_or_navigates_itself_is_cut_off(
+    stage: Stage, target: str
+) -> None:
+    index = await stage.mount(NAVIGATING_VIEW)
+    await stage.ready(index)
+    call = await _request(stage, index, "tools/call")
+    view = await stage.view(index)
+    script = "() => location.reload()" if target == "reload" else f"() => window.go({target!r})"
+    await view.evaluate(script)
+    await stage.until_mcp(index, "(m) => m.name === 'view.reloaded'")
+    assert [m for m in await stage.mcp(index) if m["type"] == "cancel"] == [
+        {**{k: call[k] for k in ("namespace", "instance_id", "mount_id", "id")}, "type": "cancel"}
+    ]
+    # What the new document sends is dropped: nothing more reaches the shell.
+    before = len(await stage.mcp(index))
+    await stage.to_surface(index, {"type": "tool_input", "arguments": {}})
+    surface = await stage.surface_frame(index)
+    assert await surface.evaluate("() => LineUpMcpBridge.pending") == 0
+    assert len(await stage.mcp(index)) == before
+    assert (stage.canary.hits, stage.canary.connects) == ([], [])
