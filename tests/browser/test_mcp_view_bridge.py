@@ -3,23 +3,24 @@ nested in our surface document, speaks MCP Apps JSON-RPC to ``mcp_bridge.js``, a
 what the bridge relays reaches the shell.
 
 The surface document comes from ``lineup.host.surface.mcp_view_document`` and is served
-once, with its headers, from a per-mount ``m-<random>.localhost`` host of a loopback
-server; a stand-in shell page (test code at the edge, with the real shell's CSP) frames
-it with ``sandbox="allow-scripts"``, records every message and answers as the shell and
-Runtime would. The view side is the real ``@modelcontextprotocol/ext-apps`` App SDK
-(2.0.4, from the npm registry, inlined into a test view), the official
-``server-basic-vanillajs`` example's own view, or a hand-written view that breaks the
-protocol on purpose. A canary (``tests.support.canary``) hears any network attempt.
+once by the real surface origin (``SurfaceOrigin.mount_mcp_view``: a per-mount
+``m-<random>.localhost`` host on its own loopback listener). A stand-in shell page (test
+code at the edge, with the real shell's CSP) frames it with ``sandbox="allow-scripts"``,
+records every message and answers as the shell and Runtime would. The view side is the
+real ``@modelcontextprotocol/ext-apps`` App SDK (2.0.4, from the npm registry, inlined
+into a test view), the three official example servers' own views (one test runs them
+against the real servers over stdio), or hand-written views that break the protocol on
+purpose. A canary (``tests.support.canary``; TCP connections noted the moment they are
+accepted) hears any network attempt.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import secrets
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from playwright.async_api import Browser, Frame, Page
 
 from lineup.host.app import csp as shell_csp
-from lineup.host.surface import frame_source
-from lineup.host.surface.mcp_document import mcp_view_document
+from lineup.host.surface import SurfaceOrigin, frame_source
 from tests.host.surface.listener import serving
 from tests.support.browser import DEFAULT_TIMEOUT_MS, VIEWPORT, PageWatch, save_screenshot
 from tests.support.canary import launch_chromium_with, resolver_args
@@ -100,11 +100,10 @@ CONTROL_HTML = """<!doctype html><html><head><meta charset="utf-8"><title>Contro
 
 @dataclass
 class _Server:
-    """The stand-in shell and the single-use surface documents, on one loopback port
-    (the shell at ``127.0.0.1``, each document at its own ``m-<hex>.localhost``)."""
+    """The stand-in shell's own server (the surface origin is a second listener)."""
 
     port: int = 0
-    pages: dict[str, tuple[bytes, dict[str, str]] | None] = field(default_factory=dict)
+    surface_port: int = 0
 
     @property
     def shell(self) -> str:
@@ -127,7 +126,7 @@ class _Server:
 
     def _respond(self, host: str, path: str) -> tuple[int, bytes, dict[str, str]]:
         if host == f"127.0.0.1:{self.port}":
-            policy = shell_csp([frame_source(self.port)])
+            policy = shell_csp([frame_source(self.surface_port)])
             html = {"Content-Type": "text/html; charset=utf-8", "Content-Security-Policy": policy}
             if path == "/":
                 return 200, PARENT_HTML.encode(), html
@@ -137,12 +136,6 @@ class _Server:
                 return 200, PARENT_JS.encode(), {"Content-Type": "text/javascript"}
             if path == "/parent.css":
                 return 200, PARENT_CSS.encode(), {"Content-Type": "text/css"}
-        if host in self.pages and path == "/":
-            served = self.pages[host]
-            if served is None:
-                return 410, b"", {}
-            self.pages[host] = None  # single use, like the surface origin
-            return 200, served[0], served[1]
         return 404, b"", {}
 
 
@@ -152,6 +145,7 @@ McpHandler = Callable[[int, dict[str, Any]], None]
 @dataclass
 class Stage:
     server: _Server
+    origin: SurfaceOrigin
     page: Page
     watch: PageWatch
     canary: ConnectCanary
@@ -166,21 +160,13 @@ class Stage:
         tool: dict[str, Any] | None = None,
     ) -> int:
         self.count += 1
-        instance_id, mount_id = f"inst-{self.count}", secrets.token_hex(12)
-        host = f"m-{secrets.token_hex(16)}.localhost:{self.server.port}"
-        self.server.pages[host] = mcp_view_document(
-            view_html,
-            ui_meta,
-            instance_id=instance_id,
-            mount_id=mount_id,
-            shell_origins=[self.server.shell],
-            name="Example server",
-            lang="en",
-            tool=tool,
+        mount = self.origin.mount_mcp_view(
+            f"inst-{self.count}", view_html, ui_meta, name="Example server", lang="en", tool=tool
         )
         return int(
             await self.page.evaluate(
-                "([u, i, m]) => window.mount(u, i, m)", [f"http://{host}/", instance_id, mount_id]
+                "([u, i, m]) => window.mount(u, i, m)",
+                [mount.url, mount.instance_id, mount.mount_id],
             )
         )
 
@@ -225,6 +211,15 @@ class Stage:
         return frame
 
 
+@asynccontextmanager
+async def _origin(shell_port: int) -> AsyncIterator[SurfaceOrigin]:
+    """The real surface origin, on a listener of its own, framable by the shell."""
+    origin = SurfaceOrigin([f"http://127.0.0.1:{shell_port}"])
+    async with serving(origin.asgi()) as port:
+        origin.bind_port(port)
+        yield origin
+
+
 @pytest.fixture(scope="module")
 def sdk() -> str:
     try:
@@ -249,14 +244,15 @@ async def mcp_browser(canary: ConnectCanary) -> AsyncIterator[Browser]:
 @pytest.fixture
 async def stage(mcp_browser: Browser, canary: ConnectCanary) -> AsyncIterator[Stage]:
     server = _Server()
-    async with serving(server) as port:
+    async with serving(server) as port, _origin(port) as origin:
         server.port = port
+        server.surface_port = origin.port or 0
         context = await mcp_browser.new_context(viewport=VIEWPORT)
         context.set_default_timeout(DEFAULT_TIMEOUT_MS)
         page = await context.new_page()
         watch = PageWatch()
         watch.attach(page)
-        staged = Stage(server, page, watch, canary)
+        staged = Stage(server, origin, page, watch, canary)
 
         def relay(index: int, message: dict[str, Any]) -> None:
             if staged.on_mcp is not None:

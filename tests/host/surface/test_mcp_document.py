@@ -4,12 +4,13 @@ browser (``tests/browser/test_mcp_view_bridge.py`` runs them in Chromium)."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 from typing import Any
 
 import pytest
 
-from lineup.host.surface import surface_headers
+from lineup.host.surface import SurfaceOrigin, surface_headers
 from lineup.host.surface.document import SurfaceRejected, SurfaceRejectionCode
 from lineup.host.surface.mcp_document import (
     HOST_CAPABILITIES,
@@ -131,3 +132,24 @@ def test_too_large_or_broken_views_and_bad_arguments_are_refused() -> None:
         build(lang="en US")
     with pytest.raises(ValueError, match="theme"):
         build(theme="blue")
+
+
+def test_the_origin_mounts_an_mcp_view_once_and_logs_no_contents(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    origin = SurfaceOrigin([SHELL], port=8124)
+    with caplog.at_level(logging.INFO, logger="lineup.host.surface"):
+        mount = origin.mount_mcp_view(
+            "inst-9", "<p>secret-view-4c1d</p>", {"csp": {}}, name="Weather", lang="en"
+        )
+    host = f"{mount.host_name}:8124"
+    first = origin.respond("GET", host, "/", b"")
+    assert first.status == 200
+    data = boot(first.body.decode("utf-8"))
+    assert (data["instance_id"], data["mount_id"]) == ("inst-9", mount.mount_id)
+    assert data["view_html"] == "<p>secret-view-4c1d</p>"
+    assert origin.respond("GET", host, "/", b"").status == 410
+    assert "secret-view" not in caplog.text and mount.host_name not in caplog.text
+    assert "mcp view mounted" in caplog.text
+    with pytest.raises(SurfaceRejected):
+        origin.mount_mcp_view("inst-9", "x" * (MAX_VIEW_BYTES + 1), None, name="Weather")
