@@ -858,3 +858,105 @@ async def test_a_view_that_reloads_or_navigates_itself_is_cut_off(
     assert await surface.evaluate("() => LineUpMcpBridge.pending") == 0
     assert len(await stage.mcp(index)) == before
     assert (stage.canary.hits, stage.canary.connects) == ([], [])
+
+
+FUZZ_VIEW = """<!doctype html><html><head><meta charset="utf-8"></head><body><script>
+window.answers = 0;
+window.pong = false;
+addEventListener("message", (e) => {
+  if (e.source !== parent) return;
+  window.answers += 1;
+  if (e.data && e.data.id === "after" && e.data.result) window.pong = true;
+});
+let seed = SEED;
+const rand = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
+const pick = (xs) => xs[Math.floor(rand() * xs.length)];
+const RELAYED = ["tools/call", "resources/read", "ui/open-link", "ui/message",
+  "ui/update-model-context", "ui/request-display-mode"];
+const METHODS = [...RELAYED, ...RELAYED, ...RELAYED, "ping", "ui/notifications/initialized",
+  "ui/notifications/size-changed", "notifications/message", "notifications/cancelled",
+  "ui/notifications/request-teardown", "ui/resource-teardown", "x", "", "__proto__",
+  "constructor", "toString"];
+const value = (depth) => {
+  const kinds = depth > 3 ? 6 : 10;
+  switch (Math.floor(rand() * kinds)) {
+    case 0: return null;
+    case 1: return rand() < 0.5;
+    case 2: return pick([0, -1, 1.5, 2 ** 60, NaN, Infinity, -0]);
+    case 3: return pick(["", "x", "\\ud800", "ui/open-link", "https://a.example/",
+                         "a".repeat(3000)]);
+    case 4: return undefined;
+    case 5: return pick([new Date(0), new Map(), new Uint8Array(4), /re/, new Error("e")]);
+    case 6: return Array.from({ length: Math.floor(rand() * 4) }, () => value(depth + 1));
+    default: {
+      const o = {};
+      for (const k of ["name", "arguments", "uri", "url", "role", "content", "mode", "height",
+                       "requestId", "level", "data", "_meta", "__proto__", "then"]) {
+        if (rand() < 0.3) o[k] = value(depth + 1);
+      }
+      return o;
+    }
+  }
+};
+parent.postMessage({ jsonrpc: "2.0", id: "init", method: "ui/initialize",
+  params: { protocolVersion: "2026-01-26", appInfo: { name: "fuzz", version: "0" } } }, "*");
+parent.postMessage({ jsonrpc: "2.0", method: "ui/notifications/initialized" }, "*");
+window.fuzz = (count) => {
+  for (let i = 0; i < count; i++) {
+    const m = {};
+    if (rand() < 0.95) m.jsonrpc = pick(["2.0", "2.0", "2.0", "2.0", "1.0", 2]);
+    if (rand() < 0.9) m.method = rand() < 0.9 ? pick(METHODS) : value(2);
+    if (rand() < 0.8) m.id = rand() < 0.85 ? i : value(2);
+    if (rand() < 0.7) m.params = rand() < 0.6 ? value(1) : {};
+    if (rand() < 0.1) m.result = value(2);
+    parent.postMessage(rand() < 0.05 ? value(1) : m, "*");
+  }
+  parent.postMessage({ jsonrpc: "2.0", id: "after", method: "ping" }, "*");
+};
+</script></body></html>"""
+
+
+async def test_random_messages_from_a_view_reach_the_shell_only_in_the_promised_shapes(
+    stage: Stage,
+) -> None:
+    for seed in (24, 7, 1865):
+        await _fuzz_one(stage, seed)
+
+
+async def _fuzz_one(stage: Stage, seed: int) -> None:
+    """One view, one burst of random messages (under the rate limit's burst, so that the
+    bridge judges each one rather than refusing them all as a flood)."""
+    index = await stage.mount(FUZZ_VIEW.replace("SEED", str(seed)))
+    await stage.ready(index)
+    view = await stage.view(index)
+    surface = await stage.surface_frame(index)
+    # Test instrumentation in the bridge's realm (through the browser's debugger, which
+    # the view cannot reach): any exception the bridge throws.
+    await surface.evaluate(
+        "() => { window.thrown = [];"
+        " addEventListener('error', (e) => window.thrown.push(String(e.message))); }"
+    )
+    await view.wait_for_function("() => window.fuzz !== undefined")
+    await view.evaluate("() => window.fuzz(95)")
+    await view.wait_for_function("() => window.pong")  # the bridge still answers
+    assert await surface.evaluate("() => window.thrown") == []
+    assert await surface.evaluate("() => LineUpMcpBridge.refused") > 0
+    assert await surface.evaluate("() => LineUpMcpBridge.pending") <= 8
+    # What reached the shell is what the bridge may relay, in the shapes it promises.
+    shapes = {
+        "tools/call": {"name", "arguments"},
+        "resources/read": {"uri"},
+        "ui/open-link": {"url"},
+        "ui/message": {"role", "content"},
+        "ui/request-display-mode": {"mode"},
+    }
+    relayed = await stage.mcp(index)
+    events = {"view.initialized", "view.log", "view.teardown_requested"}
+    assert {m["name"] for m in relayed if m["type"] == "event"} <= events
+    for message in (m for m in relayed if m["type"] == "request"):
+        params = message["params"]
+        if message["method"] == "ui/update-model-context":
+            assert set(params) <= {"content", "structuredContent"}
+        else:
+            assert set(params) == shapes[message["method"]], message
+        assert all(isinstance(v, str) for k, v in params.items() if k in ("name", "uri", "url"))
