@@ -452,6 +452,15 @@ async def test_the_real_app_sdk_handshakes_gets_input_and_result_and_its_request
     # A host context change reaches the view once it is initialized.
     await stage.to_surface(index, {"type": "host_context", "context": {"theme": "dark"}})
     await view.wait_for_function("() => window.seen.some((s) => s.kind === 'context')")
+    # The shell narrows the frame: the view hears its new container width.
+    await stage.page.evaluate(
+        "() => { document.querySelector('iframe.surface-frame').style.width = '400px'; }"
+    )
+    narrowed = await view.wait_for_function(
+        "() => window.seen.find((s) => s.kind === 'context' && s.params.containerDimensions)"
+    )
+    dims = (await narrowed.json_value())["params"]["containerDimensions"]
+    assert dims["maxHeight"] == 4000 and 380 <= dims["width"] <= 400
 
     await save_screenshot(stage.page, request.node.name, "mounted")
     # Teardown: a ui/resource-teardown request, the view's handler runs, its answer
