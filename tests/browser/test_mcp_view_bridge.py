@@ -360,6 +360,7 @@ async def test_the_real_app_sdk_handshakes_gets_input_and_result_and_its_request
         "platform": "web",
     }
     assert context["availableDisplayModes"] == ["inline"]
+    assert context["styles"]["variables"]["--color-text-primary"] == "#1d2330"
     assert context["toolInfo"] == {"tool": TOOL}
     assert context["containerDimensions"]["maxHeight"] == 4000
     assert 500 <= context["containerDimensions"]["width"] <= 560

@@ -15,6 +15,7 @@ from lineup.host.surface.document import SurfaceRejected, SurfaceRejectionCode
 from lineup.host.surface.mcp_document import (
     HOST_CAPABILITIES,
     MAX_VIEW_BYTES,
+    STYLE_VARIABLES,
     DeclaredDomains,
     declared_domains,
     mcp_view_document,
@@ -148,6 +149,7 @@ def test_the_origin_mounts_an_mcp_view_once_and_logs_no_contents(
     data = boot(first.body.decode("utf-8"))
     assert (data["instance_id"], data["mount_id"]) == ("inst-9", mount.mount_id)
     assert data["view_html"] == "<p>secret-view-4c1d</p>"
+    assert data["host_context"]["styles"] == {"variables": dict(STYLE_VARIABLES)}
     assert origin.respond("GET", host, "/", b"").status == 410
     assert "secret-view" not in caplog.text and mount.host_name not in caplog.text
     assert "mcp view mounted" in caplog.text

@@ -89,6 +89,7 @@ __all__ = [
     "MAX_VIEW_BYTES",
     "MCP_APP_MIME_TYPE",
     "RELAYED_METHODS",
+    "STYLE_VARIABLES",
     "DeclaredDomains",
     "declared_domains",
     "mcp_view_document",
@@ -121,6 +122,25 @@ HOST_CAPABILITIES: Mapping[str, Any] = {
 }
 """What the bridge tells a view by default (``ui/initialize``'s ``hostCapabilities``):
 every relayed method, and a sandbox that grants no permission and no domain."""
+
+STYLE_VARIABLES: Mapping[str, str] = {
+    "--color-background-primary": "#ffffff",
+    "--color-background-secondary": "#f4f5f7",
+    "--color-background-info": "#eef2fd",
+    "--color-text-primary": "#1d2330",
+    "--color-text-secondary": "#5f6878",
+    "--color-text-info": "#213c9c",
+    "--color-text-danger": "#c0262d",
+    "--color-text-success": "#17784a",
+    "--color-text-warning": "#b54708",
+    "--color-border-primary": "#e3e6eb",
+    "--color-ring-primary": "#3358d4",
+    "--font-sans": '"DejaVu Sans", system-ui, -apple-system, "Segoe UI", Roboto, sans-serif',
+    "--font-mono": '"DejaVu Sans Mono", ui-monospace, monospace',
+}
+"""The shell's light palette (``static/style.css``) as MCP Apps' standard CSS variables
+(``hostContext.styles.variables``), so that a view that applies them looks like LineUp.
+Only for the light theme, the shell's only one: a dark view keeps its own colours."""
 
 _MCP_BOOT_PLACEHOLDER = "__LINEUP_MCP_BOOT__"
 _CSP_KEYS = (
@@ -246,6 +266,8 @@ def mcp_view_document(
         "availableDisplayModes": ["inline"],
         "platform": "web",
     }
+    if theme == "light":
+        host_context["styles"] = {"variables": dict(STYLE_VARIABLES)}
     if tool is not None:
         host_context["toolInfo"] = {"tool": dict(tool)}
     ids = {"instance_id": instance_id, "mount_id": mount_id}
