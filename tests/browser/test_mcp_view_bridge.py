@@ -17,6 +17,7 @@ accepted) hears any network attempt.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -970,3 +971,56 @@ async def _fuzz_one(stage: Stage, seed: int) -> None:
         else:
             assert set(params) == shapes[message["method"]], message
         assert all(isinstance(v, str) for k, v in params.items() if k in ("name", "uri", "url"))
+
+
+WEBRTC_VIEW = """<!doctype html><html><head><meta charset="utf-8"></head><body><script>
+window.tryWebrtc = (udp, tcp) => {
+  const pc = new RTCPeerConnection({ iceServers: [
+    { urls: "stun:127.0.0.1:" + udp },
+    { urls: "turn:127.0.0.1:" + tcp + "?transport=tcp", username: "u", credential: "p" }] });
+  pc.createDataChannel("x");
+  pc.createOffer().then((offer) => pc.setLocalDescription(offer));
+};
+</script></body></html>"""
+
+
+async def test_a_view_that_tries_webrtc_sends_nothing_and_only_its_own_mount_dies(
+    stage: Stage,
+) -> None:
+    index = await stage.mount(WEBRTC_VIEW)
+    await stage.ready(index)
+    view = await stage.view(index)
+    await view.wait_for_function("() => window.tryWebrtc !== undefined")
+    # Chromium enforces Connection-Allowlist on a srcdoc child's RTCPeerConnection by
+    # ending its renderer (architecture notes): the mount's own site. Playwright then
+    # marks the whole Page crashed, so the shell is reached over a CDP session of its own
+    # (as tests/browser/sandbox does).
+    cdp = await stage.page.context.new_cdp_session(stage.page)
+    crashed = asyncio.Event()
+    stage.page.on("crash", lambda _: crashed.set())
+    with contextlib.suppress(Exception):  # the frame may die before evaluate returns
+        await view.evaluate(
+            "([u, t]) => window.tryWebrtc(u, t)", [stage.canary.udp_port, stage.canary.tcp_port]
+        )
+    async with asyncio.timeout(10):
+        await crashed.wait()
+
+    async def shell(expression: str) -> Any:
+        reply = await cdp.send(
+            "Runtime.evaluate",
+            {"expression": expression, "awaitPromise": True, "returnByValue": True},
+        )
+        assert "exceptionDetails" not in reply, reply
+        return reply["result"].get("value")
+
+    # The shell lives on, and a view mounted now handshakes as usual.
+    assert await shell("document.title") == "MCP view harness"
+    mount = stage.origin.mount_mcp_view("inst-after", LIFECYCLE_VIEW, None, name="After")
+    after = await shell(f"window.mount({json.dumps(mount.url)}, 'inst-after', '{mount.mount_id}')")
+    initialized = (
+        "new Promise((resolve) => { const t = setInterval(() => {"
+        f" if (window.mounts[{after}].mcp.some((m) => m.name === 'view.initialized'))"
+        " { clearInterval(t); resolve(true); } }, 20); })"
+    )
+    assert await asyncio.wait_for(shell(initialized), 10) is True
+    assert (stage.canary.hits, stage.canary.connects) == ([], [])
