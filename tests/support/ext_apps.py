@@ -59,7 +59,7 @@ def package_dir(name: str) -> Path:
     prefix = _prefix(name)
     if not _installed(prefix, name):
         prefix.mkdir(parents=True, exist_ok=True)
-        with prefix.with_suffix(".lock").open("w") as lock:
+        with (prefix.parent / f"{prefix.name}.lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be installing it
             if not _installed(prefix, name):
                 _install(prefix, name)
