@@ -48,7 +48,9 @@ def boot(page: str) -> dict[str, Any]:
 
 def test_the_page_carries_the_view_as_data_and_the_surface_headers() -> None:
     view = "<script>alert('</script><!-- x')</script><p>&amp;</p>"
-    page, headers = build(view, lang="zh-CN", theme="dark", tool={"name": "get-time"})
+    page, headers = build(
+        view, lang="zh-CN", theme="dark", tool={"name": "get-time"}, call_id="call-1"
+    )
     assert headers == surface_headers([SHELL])
     assert headers["Connection-Allowlist"] == "()"
     assert page.startswith('<!doctype html>\n<html lang="zh-CN">')
@@ -66,7 +68,7 @@ def test_the_page_carries_the_view_as_data_and_the_surface_headers() -> None:
         "displayMode": "inline",
         "availableDisplayModes": ["inline"],
         "platform": "web",
-        "toolInfo": {"tool": {"name": "get-time"}},
+        "toolInfo": {"tool": {"name": "get-time"}, "id": "call-1"},
     }
     # The MCP bridge's listener is in place before bridge.js says "ready".
     assert page.index("lineup.mcp.v1") < page.index('type: "ready"')

@@ -233,6 +233,7 @@ def mcp_view_document(
     lang: str | None = None,
     theme: Literal["light", "dark"] = "light",
     tool: Mapping[str, Any] | None = None,
+    call_id: str | None = None,
     host_version: str = "1",
     host_capabilities: Mapping[str, Any] = HOST_CAPABILITIES,
 ) -> tuple[bytes, dict[str, str]]:
@@ -244,7 +245,8 @@ def mcp_view_document(
     ``name``: the server's name, for the view frame's accessible name; ``lang``: the
     person's language (``<html lang>``, ``hostContext.locale``); ``theme``: the
     shell's; ``tool``: the MCP ``Tool`` whose call opened the view
-    (``hostContext.toolInfo.tool``); ``host_capabilities``: what ``ui/initialize``
+    (``hostContext.toolInfo.tool``) and ``call_id`` that call's id (``toolInfo.id``);
+    ``host_capabilities``: what ``ui/initialize``
     advertises (the Runtime may offer less than ``HOST_CAPABILITIES``).
 
     Raises ``SurfaceRejected`` (``surface_too_large`` over ``MAX_VIEW_BYTES``,
@@ -269,7 +271,10 @@ def mcp_view_document(
     if theme == "light":
         host_context["styles"] = {"variables": dict(STYLE_VARIABLES)}
     if tool is not None:
-        host_context["toolInfo"] = {"tool": dict(tool)}
+        info: dict[str, Any] = {"tool": dict(tool)}
+        if call_id is not None:
+            info["id"] = call_id
+        host_context["toolInfo"] = info
     ids = {"instance_id": instance_id, "mount_id": mount_id}
     boot = {
         **ids,

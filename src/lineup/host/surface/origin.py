@@ -157,6 +157,7 @@ class SurfaceOrigin:
         lang: str | None = None,
         theme: Literal["light", "dark"] = "light",
         tool: Mapping[str, Any] | None = None,
+        call_id: str | None = None,
     ) -> Mount:
         """Mount an MCP App view (a server's ``ui://`` HTML, read and pinned by the
         Runtime) inside the MCP bridge's document (``mcp_document.mcp_view_document``,
@@ -175,6 +176,7 @@ class SurfaceOrigin:
                 lang=lang,
                 theme=theme,
                 tool=tool,
+                call_id=call_id,
             )
         except SurfaceRejected as rejected:
             log.warning(
