@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from . import logs
-from .extras import MissingExtra
+from .extras import MissingExtra, require
 
 if TYPE_CHECKING:
     from .delivery.keys import PublicKey
@@ -289,6 +289,7 @@ def _mcp_servers(path: Path | None) -> tuple[Any, ...]:
     """The configured MCP servers (one line for a config that is refused)."""
     if path is None:
         return ()
+    require("mcp", "mcp", "Hosting MCP servers (--mcp-config)")
     from .runtime.mcp.config import McpConfigError, load_config
 
     try:
