@@ -7,10 +7,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from .config import ServerConfig
-from .connection import Elicit, McpServer, McpState
+from .connection import Elicit, McpLimits, McpServer, McpState
 from .servers import McpToolSnapshot
 
-__all__ = ["connect", "listing"]
+__all__ = ["PROGRESS_INTERVAL_S", "connect", "listing"]
+
+PROGRESS_INTERVAL_S = 0.25
+"""At most one progress report per call this often: each becomes a durable
+``tool.progress`` for the agent, so a flood of them is coalesced (the newest wins)."""
 
 
 def connect(
@@ -20,7 +24,10 @@ def connect(
     whenever its state or tools change."""
 
     def make(config: ServerConfig, on_change: Callable[[], None]) -> McpServer:
-        return McpServer(config, elicit=elicit, on_change=lambda _server: on_change())
+        limits = McpLimits(progress_interval_s=PROGRESS_INTERVAL_S)
+        return McpServer(
+            config, elicit=elicit, on_change=lambda _server: on_change(), limits=limits
+        )
 
     return make
 
