@@ -169,6 +169,7 @@ def test_ctrl_c_during_the_imports_exits_130_without_a_traceback(tmp_path: Path)
     ("config", "said"),
     [
         ('{"mcpServers": {"x": {"command": "node"', "line 1"),  # not JSON: where
+        ('{"mcpServers": {"x": {"command": "a\nb"}}}', "character at line 1"),  # not "at at"
         ('{"mcpServers": {"x": {}}}', '"command" or "url"'),
         ('{"mcpServers": {"x": {"url": "ftp://example.invalid/mcp"}}}', "http"),
     ],

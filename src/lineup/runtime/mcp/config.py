@@ -128,7 +128,9 @@ def parse_config(
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise _error(
-            source, f"is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            # Some of json's messages end in "at" themselves ("Invalid control character at").
+            source,
+            f"is not JSON: {exc.msg.removesuffix(' at')} at line {exc.lineno} column {exc.colno}",
         ) from None
     if not isinstance(document, dict):
         raise _error(source, 'must be a JSON object with "mcpServers"')
