@@ -254,6 +254,7 @@ async def _demo(
                     data_dir,
                     sample=offered,
                     window=on_ready is not None,
+                    mcp=tuple(c.name for c in mcp_servers),
                 )
             )
             if on_ready is not None:  # a link of its own: the printed one stays unused
@@ -278,8 +279,10 @@ def _banner(
     *,
     sample: bool = False,
     window: bool = False,
+    mcp: Sequence[str] = (),
 ) -> str:
-    """``window``: the shell is in the desktop window (closing it stops the demo too)."""
+    """``window``: the shell is in the desktop window (closing it stops the demo too);
+    ``mcp``: the names of the MCP servers configured."""
     launcher = os.environ.get("LINEUP_LAUNCHER", "lineup")
     user, password = credentials["username"], credentials["password"]
     chat_command = f"LINEUP_PASSWORD={password} {launcher} chat --server {url} --user {user}"
@@ -300,6 +303,11 @@ def _banner(
             f"  Agent       {credentials['agent_id']}   (scripted: /help, echo)",
             f"  Data        {data_dir}",
             f"  Terminal    {chat_command}",
+            *(
+                [f"  MCP         {', '.join(mcp)}   (their tools: /mcp; policy and switch: Apps)"]
+                if mcp
+                else []
+            ),
             "",
             *apps,
             "Close the window or press Ctrl-C to stop." if window else "Press Ctrl-C to stop.",

@@ -13,9 +13,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from lineup.protocol import ErrorCode
 from lineup.protocol.payloads import ToolDescriptor
 
 from .conversation import Conversation
+from .errors import ToolCallError
 
 __all__ = ["mcp_command"]
 
@@ -91,5 +93,21 @@ async def mcp_command(conversation: Conversation, say: Say, rest: str) -> str:
         return say("mcp.bad_json", where=exc.colno)
     if not isinstance(arguments, dict):
         return say("mcp.not_object")
-    result = await conversation.call_tool(found.id, arguments)
+    try:
+        result = await conversation.call_tool(found.id, arguments)
+    except ToolCallError as exc:
+        return _failure(say, found.id, exc)
     return _answer(say, found.id, result)
+
+
+def _failure(say: Say, tool: str, exc: ToolCallError) -> str:
+    """Why the call gave no answer, in the person's words."""
+    if exc.code == ErrorCode.CAPABILITY_DENIED:
+        return say("mcp.denied", tool=tool)
+    if exc.code == ErrorCode.TOOL_INPUT_INVALID:
+        return say("mcp.bad_arguments", tool=tool, problem=exc.message[:300])
+    if exc.code in (ErrorCode.MCP_SERVER_UNAVAILABLE, ErrorCode.APP_DISABLED):
+        return say("mcp.unavailable", tool=tool)
+    if exc.code == ErrorCode.INTERRUPTED:
+        return say("mcp.interrupted", tool=tool)
+    return say("mcp.failed", tool=tool, code=exc.code)
