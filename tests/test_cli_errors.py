@@ -163,3 +163,32 @@ def test_ctrl_c_during_the_imports_exits_130_without_a_traceback(tmp_path: Path)
     assert len(said) <= 1, said
     assert demo.returncode == 130, err
     assert "LineUp demo is running" not in out
+
+
+@pytest.mark.parametrize(
+    ("config", "said"),
+    [
+        ('{"mcpServers": {"x": {"command": "node"', "line 1"),  # not JSON: where
+        ('{"mcpServers": {"x": {"command": "a\nb"}}}', "character at line 1"),  # not "at at"
+        ('{"mcpServers": {"x": {}}}', '"command" or "url"'),
+        ('{"mcpServers": {"x": {"url": "ftp://example.invalid/mcp"}}}', "http"),
+    ],
+)
+def test_a_demo_with_an_mcp_config_it_cannot_use(tmp_path: Path, config: str, said: str) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text(config)
+    result = lineup(
+        "demo", "--data-dir", str(tmp_path / "demo"), "--mcp-config", str(path),
+        "--port", str(free_port()), "--web-port", str(free_port()),
+    )  # fmt: skip
+    line = one_line(result)
+    assert str(path) in line and said in line, line
+    assert not (tmp_path / "demo").exists()  # refused before anything is created
+
+
+def test_a_client_with_an_mcp_config_that_is_not_there(tmp_path: Path) -> None:
+    result = lineup(
+        "client", "--server", "http://127.0.0.1:1", "--data-dir", str(tmp_path),
+        "--mcp-config", str(tmp_path / "nowhere.json"),
+    )  # fmt: skip
+    assert "nowhere.json" in one_line(result, code=2)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from . import logs
-from .extras import MissingExtra
+from .extras import MissingExtra, require
 
 if TYPE_CHECKING:
     from .delivery.keys import PublicKey
@@ -275,6 +275,29 @@ _dev_surfaces_option = click.option(
 )
 
 
+_mcp_config_option = click.option(
+    "--mcp-config",
+    "mcp_config",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help='MCP servers to host, in the usual {"mcpServers": {...}} JSON (stdio commands or'
+    " streamable-HTTP URLs): their tools reach agents under your policy, in Apps.",
+)
+
+
+def _mcp_servers(path: Path | None) -> tuple[Any, ...]:
+    """The configured MCP servers (one line for a config that is refused)."""
+    if path is None:
+        return ()
+    require("mcp", "mcp", "Hosting MCP servers (--mcp-config)")
+    from .runtime.mcp.config import McpConfigError, load_config
+
+    try:
+        return load_config(path)
+    except McpConfigError as exc:
+        raise click.ClickException(exc.message) from None
+
+
 @cli.command()
 @click.option(
     "--data-dir",
@@ -295,6 +318,7 @@ _dev_surfaces_option = click.option(
     "--desktop", is_flag=True, help="Show the shell in a desktop window (the desktop extra)."
 )
 @_dev_surfaces_option
+@_mcp_config_option
 def demo(
     data_dir: Path | None,
     host: str,
@@ -303,9 +327,14 @@ def demo(
     surface_port: int | None,
     desktop: bool,
     dev_surfaces: Path | None,
+    mcp_config: Path | None,
 ) -> None:
     """Run AppServer, demo agent, Runtime and Web Host; print the login link."""
     from .demo import run_demo
+
+    mcp_servers = _mcp_servers(mcp_config)
+    if desktop and mcp_servers:
+        raise click.UsageError("--mcp-config is not offered with --desktop yet")
 
     logs.use_data_dir(data_dir or default_data_dir("demo"))
     if desktop:
@@ -329,6 +358,7 @@ def demo(
                 web_port=web_port,
                 surface_port=surface_port,
                 dev_surfaces=dev_surfaces,
+                mcp_servers=mcp_servers,
             )
         )
 
@@ -387,6 +417,7 @@ def _trusted_keys(paths: tuple[Path, ...]) -> list[PublicKey]:
 @_agent_option
 @_trust_option
 @_dev_surfaces_option
+@_mcp_config_option
 def client(
     server_url: str,
     data_dir: Path | None,
@@ -396,11 +427,13 @@ def client(
     agent_id: str | None,
     trust: tuple[Path, ...],
     dev_surfaces: Path | None,
+    mcp_config: Path | None,
 ) -> None:
     """Run your Runtime and the Web Host against an AppServer; log in in the browser."""
     from .host.serve import run_standalone
 
     keys = _trusted_keys(trust)
+    mcp_servers = _mcp_servers(mcp_config)
     logs.use_data_dir(data_dir or default_data_dir("client"))
 
     with contextlib.suppress(KeyboardInterrupt):
@@ -414,6 +447,7 @@ def client(
                 agent_id=agent_id,
                 trusted_keys=keys,
                 dev_surfaces=dev_surfaces,
+                mcp_servers=mcp_servers,
             )
         )
 

@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -37,6 +37,7 @@ from .delivery.release import Release, encode_release
 from .host.native import NativeHost
 from .host.serve import build_host_server, run_client, stop_client
 from .runtime import Runtime
+from .runtime.mcp.config import ServerConfig
 from .server import admin
 from .server.catalog import catalog_for
 from .server.runner import build_server
@@ -172,6 +173,7 @@ async def run_demo(
     on_ready: Callable[[str], None] | None = None,
     native: NativeHost | None = None,
     dev_surfaces: Path | None = None,
+    mcp_servers: Sequence[ServerConfig] = (),
 ) -> None:
     """AppServer, demo agent, Runtime and Web Host in one process, until Ctrl-C (or
     until ``stop`` is set, when given: then signals are the caller's). ``on_ready``
@@ -189,6 +191,7 @@ async def run_demo(
             on_ready=on_ready,
             native=native,
             dev_surfaces=dev_surfaces,
+            mcp_servers=mcp_servers,
         ),
         stop,
     )
@@ -205,12 +208,13 @@ async def _demo(
     on_ready: Callable[[str], None] | None,
     native: NativeHost | None,
     dev_surfaces: Path | None,
+    mcp_servers: Sequence[ServerConfig],
 ) -> None:
     credentials = await ensure_demo_accounts(data_dir)
     sample = publish_sample_app(data_dir)  # before the Runtime's first catalog fetch
     server = build_server(data_dir, host=host, port=port, embedded=True)
     url = f"http://{host}:{port}"
-    runtime = Runtime(data_dir / "runtime", dev_surfaces=dev_surfaces)
+    runtime = Runtime(data_dir / "runtime", dev_surfaces=dev_surfaces, mcp_servers=mcp_servers)
     await runtime.open()
     offered = await trust_sample_publisher(runtime, sample.key) and sample.published
     try:
@@ -250,6 +254,7 @@ async def _demo(
                     data_dir,
                     sample=offered,
                     window=on_ready is not None,
+                    mcp=tuple(c.name for c in mcp_servers),
                 )
             )
             if on_ready is not None:  # a link of its own: the printed one stays unused
@@ -274,8 +279,10 @@ def _banner(
     *,
     sample: bool = False,
     window: bool = False,
+    mcp: Sequence[str] = (),
 ) -> str:
-    """``window``: the shell is in the desktop window (closing it stops the demo too)."""
+    """``window``: the shell is in the desktop window (closing it stops the demo too);
+    ``mcp``: the names of the MCP servers configured."""
     launcher = os.environ.get("LINEUP_LAUNCHER", "lineup")
     user, password = credentials["username"], credentials["password"]
     chat_command = f"LINEUP_PASSWORD={password} {launcher} chat --server {url} --user {user}"
@@ -296,6 +303,11 @@ def _banner(
             f"  Agent       {credentials['agent_id']}   (scripted: /help, echo)",
             f"  Data        {data_dir}",
             f"  Terminal    {chat_command}",
+            *(
+                [f"  MCP         {', '.join(mcp)}   (their tools: /mcp; policy and switch: Apps)"]
+                if mcp
+                else []
+            ),
             "",
             *apps,
             "Close the window or press Ctrl-C to stop." if window else "Press Ctrl-C to stop.",

@@ -15,9 +15,11 @@ from hypothesis import strategies as st
 
 from lineup.formats import schemas
 from lineup.formats.schemas import (
+    DRAFT_07,
     DRAFT_2020_12,
     MAX_SCHEMA_BYTES,
     MAX_SCHEMA_DEPTH,
+    MCP_DIALECTS,
     CompiledTool,
     SchemaError,
     SchemaErrorCode,
@@ -154,7 +156,7 @@ def test_the_validator_is_offline_even_without_the_static_check(
     ``$ref`` still fails, without a connection attempt (Python's or the library's own:
     nothing listens on the discard port, so an attempt would fail differently)."""
     attempts = _no_network(monkeypatch)
-    monkeypatch.setattr(schemas, "_check_references", lambda schema: None)
+    monkeypatch.setattr(schemas, "_check_references", lambda *_: None)
     for ref in ("http://127.0.0.1:9/s.json", "https://example.invalid/s.json"):
         error = _compile_error({"properties": {"a": {"$ref": ref}}})
         assert error.code == SchemaErrorCode.INVALID
@@ -177,6 +179,41 @@ def test_the_validator_is_offline_even_without_the_static_check(
 def test_other_dialects_are_refused(schema: dict[str, Any], path: str) -> None:
     error = _compile_error(schema)
     assert (error.code, error.path) == (SchemaErrorCode.INVALID, path)
+
+
+DRAFT_7_TOOL = {
+    "$schema": DRAFT_07,
+    "type": "object",
+    "properties": {"pair": {"type": "array", "items": [{"type": "string"}, {"type": "number"}]}},
+    "required": ["pair"],
+    "definitions": {"n": {"type": "number"}},
+}
+"""Draft 7 as MCP servers write it (zod's output): the array form of ``items`` is a
+tuple there, and an error under Draft 2020-12."""
+
+
+def test_an_mcp_server_s_draft_7_schema_compiles_in_its_own_dialect() -> None:
+    assert _compile_error(DRAFT_7_TOOL).path == "$.$schema"  # a manifest's: refused
+    validator = compile_schema(DRAFT_7_TOOL, dialects=MCP_DIALECTS)
+    assert validator.is_valid({"pair": ["a", 1]})
+    assert not validator.is_valid({"pair": [1, "a"]})  # the tuple's types are checked
+    bare = {**DRAFT_7_TOOL, "$schema": DRAFT_07.rstrip("#")}
+    assert compile_schema(bare, dialects=MCP_DIALECTS).is_valid({"pair": ["b", 2]})
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$schema": "https://json-schema.org/draft/2019-09/schema"},
+        {"$schema": DRAFT_07, "properties": {"a": {"$schema": DRAFT_2020_12}}},
+        {"properties": {"a": {"$schema": DRAFT_07}}},
+    ],
+)
+def test_an_mcp_schema_names_one_known_dialect_at_its_root(schema: dict[str, Any]) -> None:
+    with pytest.raises(SchemaError) as caught:
+        compile_schema(schema, dialects=MCP_DIALECTS)
+    assert caught.value.code == SchemaErrorCode.INVALID
+    assert caught.value.path.endswith(".$schema")
 
 
 @pytest.mark.parametrize(
@@ -425,9 +462,9 @@ def test_each_descriptor_is_compiled_once(monkeypatch: pytest.MonkeyPatch) -> No
     calls: list[Any] = []
     real = schemas.compile_schema
 
-    def counting(schema: Any) -> Any:
+    def counting(schema: Any, **options: Any) -> Any:
         calls.append(schema)
-        return real(schema)
+        return real(schema, **options)
 
     monkeypatch.setattr(schemas, "compile_schema", counting)
     descriptor = _tool({"type": "object", "title": "compile-once"})

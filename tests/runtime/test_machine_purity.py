@@ -1,7 +1,7 @@
 """The Runtime's state machines are sans-I/O cores, like ``lineup.protocol``
-(tests/protocol/test_purity.py): the five of them (interactions, ordinary tool calls,
-instance lifecycle and focus, capability calls, bundle installs) import only pure
-standard modules, the protocol, the delivery error codes and each other, anywhere in
+(tests/protocol/test_purity.py): the six of them (interactions, ordinary tool calls,
+instance lifecycle and focus, capability calls, bundle installs, MCP tool calls) import
+only pure standard modules, the protocol, the delivery error codes and each other, anywhere in
 their source (in functions too): no event loop, socket, database, HTTP client, file
 or clock, so their tests run synchronously and they decide from plain values."""
 
@@ -21,6 +21,7 @@ MACHINES = (
     "lineup.runtime.apps.focus",
     "lineup.runtime.capabilities.calls",
     "lineup.runtime.apps.bundle_install",
+    "lineup.runtime.mcp.calls",
 )
 """The machine modules (lifecycle and focus are the instance machine together)."""
 

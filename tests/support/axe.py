@@ -1,8 +1,7 @@
 """axe-core for the browser tests: installed from the npm registry, injected by the test.
 
 ``axe_script()`` installs a pinned axe-core once into a cache outside the repository
-(``${XDG_CACHE_HOME:-~/.cache}/lineup/npm``) with ``npm install --prefix``; a file lock
-keeps parallel test processes from installing it at the same time. No CDN: the page
+(``${XDG_CACHE_HOME:-~/.cache}/lineup/npm``, ``tests.support.npm``), file-locked. No CDN: the page
 never fetches axe: the test evaluates the file's text in each frame.
 
 ``serious_violations(page)`` runs axe in the page and in every frame (each frame on its
@@ -14,11 +13,6 @@ for an assertion message.
 
 from __future__ import annotations
 
-import fcntl
-import json
-import os
-import shutil
-import subprocess
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -26,83 +20,25 @@ from typing import Any
 
 from playwright.async_api import Error, Frame, Page
 
+from tests.support.npm import NpmUnavailable, npm_package
+
 AXE_VERSION = "4.14.1"
 TAGS = ("wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa")
 SERIOUS = frozenset({"serious", "critical"})
-INSTALL_TIMEOUT_S = 300
 
 
 class AxeUnavailable(RuntimeError):
     """axe-core could not be installed (no npm, or the registry did not answer)."""
 
 
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "lineup" / "npm" / f"axe-core-{AXE_VERSION}"
-
-
 @cache
 def axe_script() -> Path:
     """The path of ``axe.min.js`` of the pinned version, installed on first use."""
-    prefix = cache_dir()
-    script = prefix / "node_modules" / "axe-core" / "axe.min.js"
-    if _installed(prefix, script):
-        return script
-    prefix.mkdir(parents=True, exist_ok=True)
-    with (prefix.parent / f"axe-core-{AXE_VERSION}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be installing it
-        if not _installed(prefix, script):
-            _install(prefix)
-        if not _installed(prefix, script):
-            raise AxeUnavailable(f"npm installed axe-core but {script} is missing")
-    return script
-
-
-def _installed(prefix: Path, script: Path) -> bool:
-    package = prefix / "node_modules" / "axe-core" / "package.json"
     try:
-        version = json.loads(package.read_text(encoding="utf-8")).get("version")
-    except (OSError, ValueError):
-        return False
-    return version == AXE_VERSION and script.is_file()
-
-
-def _install(prefix: Path) -> None:
-    npm = shutil.which("npm")
-    if npm is None:
-        raise AxeUnavailable("axe-core needs npm (Node.js): run scripts/system-deps")
-    command = [
-        npm,
-        "install",
-        "--prefix",
-        str(prefix),
-        f"axe-core@{AXE_VERSION}",
-        "--no-audit",
-        "--no-fund",
-        "--no-save",
-        "--loglevel=error",
-        # An unreachable registry says so in seconds, not after npm's minute of retries.
-        "--fetch-retries=2",
-        "--fetch-retry-mintimeout=2000",
-        "--fetch-retry-maxtimeout=10000",
-    ]
-    try:
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False
-        )
-    except subprocess.TimeoutExpired:
-        raise AxeUnavailable(
-            f"npm install axe-core@{AXE_VERSION} took over {INSTALL_TIMEOUT_S} s:"
-            " is the npm registry reachable?"
-        ) from None
-    if done.returncode != 0:
-        lines = [line.removeprefix("npm error").strip() for line in done.stderr.splitlines()]
-        # The line that says why (FetchError ..., 404 ...), else the error code.
-        why = next((line for line in lines if "Error" in line or " 404 " in line), None)
-        why = why or next((line for line in lines if line), f"exit {done.returncode}")
-        raise AxeUnavailable(
-            f"npm install axe-core@{AXE_VERSION} failed (is the npm registry reachable?): {why}"
-        )
+        package = npm_package("axe-core", AXE_VERSION, marker="axe.min.js")
+    except NpmUnavailable as exc:
+        raise AxeUnavailable(str(exc)) from None
+    return package / "axe.min.js"
 
 
 @cache

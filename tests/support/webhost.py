@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,6 +17,7 @@ from lineup.host.app import WebHost
 from lineup.host.native import NativeHost
 from lineup.host.serve import build_host_server, run_client
 from lineup.runtime import Runtime
+from lineup.runtime.mcp import ServerConfig
 from tests.conftest import Pair, make_pair
 from tests.support.appserver import AppServerProcess, free_port
 
@@ -81,11 +82,17 @@ async def serving(
     password: str = "correct horse battery",
     native: NativeHost | None = None,
     dev_surfaces: Path | None = None,
+    mcp_servers: Sequence[ServerConfig] = (),
 ) -> AsyncIterator[Client]:
     """A logged-in Runtime (on ``clock`` when given) and its Web Host, synced;
-    ``native``: a desktop host's providers; ``dev_surfaces``: the Runtime's."""
+    ``native``: a desktop host's providers; ``dev_surfaces`` and ``mcp_servers``: the
+    Runtime's."""
     runtime = Runtime(
-        data_dir, clock=clock, backoff=Backoff(base=0.05, cap=0.3), dev_surfaces=dev_surfaces
+        data_dir,
+        clock=clock,
+        backoff=Backoff(base=0.05, cap=0.3),
+        dev_surfaces=dev_surfaces,
+        mcp_servers=mcp_servers,
     )
     await runtime.open()
     await runtime.login(server.url, pair.user_name, password)

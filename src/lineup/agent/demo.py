@@ -33,6 +33,7 @@ from lineup.protocol.fields import MAX_TEXT_CHARS
 from .agent import Agent
 from .apps import AppInstance
 from .conversation import Conversation
+from .demo_mcp import mcp_command
 from .errors import (
     CapabilityError,
     Dismissed,
@@ -64,6 +65,7 @@ ALIASES = {
     "/游戏": "/game",
     "/计时": "/timer",
     "/导览": "/tour",
+    "/工具": "/mcp",
 }
 """The commands' Chinese names (the English ones work in every language)."""
 MANY = ("many", "多选")
@@ -223,6 +225,8 @@ async def _command(conversation: Conversation, say: Say, command: str, rest: str
     """The reply to a command, or ``None`` when the message is not one."""
     if command == "/help":
         return say("help")
+    if command == "/mcp":
+        return await mcp_command(conversation, say, rest)
     if command == "/notice":
         await conversation.notify(
             rest or say("notice.default"), title=say("notice.title"), level="info"

@@ -102,6 +102,11 @@ HOST_VERSION = _installed_version()
 # --- errors -----------------------------------------------------------------------------
 
 
+RESERVED_SCOPE_PREFIX = "mcp-"
+"""App scopes of the MCP servers a Runtime hosts (``mcp-<server>``): no manifest may
+claim one, so an app's tools never pass for a server's."""
+
+
 class ManifestErrorCode(StrEnum):
     """Stable reasons a manifest is refused. Never renamed or reused."""
 
@@ -183,6 +188,12 @@ class AppManifest(_Struct, frozen=True):
         # ManifestError is not a ValueError, so msgspec lets it through unchanged
         # (code and path intact) instead of folding it into a ValidationError.
         _check_name(self.name)
+        if self.app_scope.startswith(RESERVED_SCOPE_PREFIX):
+            raise ManifestError(
+                ManifestErrorCode.INVALID,
+                f"app scopes starting `{RESERVED_SCOPE_PREFIX}` are the MCP servers' own",
+                "$.app_scope",
+            )
         _check_surfaces(self.surfaces)
         declared = _unique(self.permissions, "$.permissions", "capability")
         _check_tools(self, declared)

@@ -10,7 +10,9 @@ Before compiling, a schema is held to rules that keep validation local, bounded 
 predictable (docs/miniapps.md, "How tools are validated"):
 
 - at most ``MAX_SCHEMA_BYTES`` once encoded and ``MAX_SCHEMA_DEPTH`` levels deep;
-- ``$schema``, wherever it appears, names Draft 2020-12;
+- ``$schema``, wherever it appears, names Draft 2020-12 (an MCP server's tools may
+  also be Draft 7, which much of that ecosystem writes: ``compile_tool(...,
+  dialects=MCP_DIALECTS)``; one dialect per schema);
 - every ``$ref`` and ``$dynamicRef`` is local (starts with ``#``): a schema never
   reaches the network or the file system, and the validator is built offline as a
   second line of defence;
@@ -43,9 +45,12 @@ from lineup.protocol.fields import MAX_LABEL_CHARS, json_depth_exceeds
 from lineup.protocol.payloads import ToolDescriptor
 
 __all__ = [
+    "DRAFT_07",
     "DRAFT_2020_12",
     "MAX_SCHEMA_BYTES",
     "MAX_SCHEMA_DEPTH",
+    "MCP_DIALECTS",
+    "STRICT_DIALECTS",
     "CompiledSchemas",
     "CompiledTool",
     "SchemaError",
@@ -56,7 +61,18 @@ __all__ = [
 ]
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
-"""The only dialect a tool schema may name in ``$schema`` (and the one always used)."""
+"""The dialect of LineUp's own tool schemas (manifests, capabilities): the only one
+they may name in ``$schema``, and the one used when they name none."""
+DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+STRICT_DIALECTS = frozenset({DRAFT_2020_12})
+MCP_DIALECTS = frozenset({DRAFT_2020_12, DRAFT_07, DRAFT_07.rstrip("#")})
+"""What an MCP server's tool schemas may name: Draft 2020-12 (MCP's default) or Draft 7
+(what zod and many servers emit), with or without the trailing ``#``."""
+_VALIDATORS: dict[str, Any] = {
+    DRAFT_2020_12: jsonschema_rs.Draft202012Validator,
+    DRAFT_07: jsonschema_rs.Draft7Validator,
+    DRAFT_07.rstrip("#"): jsonschema_rs.Draft7Validator,
+}
 
 MAX_SCHEMA_BYTES = 16 * 1024
 """Largest tool schema, as canonical JSON bytes. Every tool of every enabled app goes
@@ -113,8 +129,11 @@ class SchemaProblem(msgspec.Struct, frozen=True, kw_only=True):
 # --- compiling -----------------------------------------------------------------------
 
 
-def compile_schema(schema: Any) -> jsonschema_rs.Validator:
-    """Check ``schema`` against the rules above and compile it as Draft 2020-12.
+def compile_schema(
+    schema: Any, *, dialects: frozenset[str] = STRICT_DIALECTS
+) -> jsonschema_rs.Validator:
+    """Check ``schema`` against the rules above and compile it in its dialect (one of
+    ``dialects``, named by its root ``$schema``; Draft 2020-12 when it names none).
 
     Raises ``SchemaError`` with a path relative to the schema (``$`` is its root).
     """
@@ -133,17 +152,21 @@ def compile_schema(schema: Any) -> jsonschema_rs.Validator:
             SchemaErrorCode.TOO_LARGE,
             f"the schema encodes to {size} bytes; the limit is {MAX_SCHEMA_BYTES}",
         )
-    _check_references(schema)
+    dialect = schema.get("$schema", DRAFT_2020_12)
+    if not isinstance(dialect, str) or dialect not in dialects:
+        dialect = DRAFT_2020_12  # refused just below, at its path
+    _check_references(schema, dialect if dialect in dialects else DRAFT_2020_12, dialects)
+    name = "Draft 2020-12" if dialect == DRAFT_2020_12 else "Draft 7"
     try:
         jsonschema_rs.meta.validate(schema)
     except jsonschema_rs.ValidationError as exc:
         raise SchemaError(
             SchemaErrorCode.INVALID,
-            f"not valid under the Draft 2020-12 meta-schema (`{exc.kind.name}` fails here)",
+            f"not valid under the {name} meta-schema (`{exc.kind.name}` fails here)",
             _path("$", exc.instance_path),
         ) from None
     try:
-        return jsonschema_rs.Draft202012Validator(
+        validator: jsonschema_rs.Validator = _VALIDATORS[dialect](
             schema,
             validate_formats=True,
             ignore_unknown_formats=False,
@@ -154,22 +177,24 @@ def compile_schema(schema: Any) -> jsonschema_rs.Validator:
         raise _compile_error(schema, exc) from None
     except jsonschema_rs.ReferencingError:  # pragma: no cover - reported as above today
         raise SchemaError(SchemaErrorCode.INVALID, "a `$ref` cannot be resolved") from None
+    return validator
 
 
-def _check_references(schema: dict[str, Any]) -> None:
-    """Refuse non-local references and foreign dialects, in document order.
+def _check_references(schema: dict[str, Any], dialect: str, dialects: frozenset[str]) -> None:
+    """Refuse non-local references and foreign dialects (any ``$schema`` but the
+    root's ``dialect``), in document order.
 
     Walks the whole document, including ``const``, ``enum``, ``default`` and
     ``examples``: a local JSON pointer may turn any part of the document into a
     schema, so there is no part where a remote reference would be harmless.
     """
     for path, node in _objects(schema):
-        if "$schema" in node and node["$schema"] != DRAFT_2020_12:
-            raise SchemaError(
-                SchemaErrorCode.INVALID,
-                f"`$schema` must be {DRAFT_2020_12} (tool schemas are Draft 2020-12)",
-                f"{path}.$schema",
-            )
+        if "$schema" in node and node["$schema"] != dialect:
+            if dialects == STRICT_DIALECTS:
+                message = f"`$schema` must be {DRAFT_2020_12} (tool schemas are Draft 2020-12)"
+            else:
+                message = "`$schema` must name Draft 2020-12 or Draft 7, once, at the root"
+            raise SchemaError(SchemaErrorCode.INVALID, message, f"{path}.$schema")
         for keyword in ("$ref", "$dynamicRef"):
             ref = node.get(keyword)
             if isinstance(ref, str) and not ref.startswith("#"):
@@ -246,9 +271,11 @@ class CompiledSchemas:
 
     __slots__ = ("_input", "_input_names", "_output", "_output_names")
 
-    def __init__(self, input_schema: Any, output_schema: Any) -> None:
-        self._input = _compile_field(input_schema, "input_schema")
-        self._output = _compile_field(output_schema, "output_schema")
+    def __init__(
+        self, input_schema: Any, output_schema: Any, dialects: frozenset[str] = STRICT_DIALECTS
+    ) -> None:
+        self._input = _compile_field(input_schema, "input_schema", dialects)
+        self._output = _compile_field(output_schema, "output_schema", dialects)
         self._input_names = _declared_names(input_schema)
         self._output_names = _declared_names(output_schema)
 
@@ -268,8 +295,10 @@ class CompiledTool(CompiledSchemas):
 
     __slots__ = ("descriptor",)
 
-    def __init__(self, descriptor: ToolDescriptor) -> None:
-        super().__init__(descriptor.input_schema, descriptor.output_schema)
+    def __init__(
+        self, descriptor: ToolDescriptor, dialects: frozenset[str] = STRICT_DIALECTS
+    ) -> None:
+        super().__init__(descriptor.input_schema, descriptor.output_schema, dialects)
         self.descriptor = descriptor
 
     @property
@@ -280,38 +309,44 @@ class CompiledTool(CompiledSchemas):
         return f"CompiledTool({self.descriptor.id!r})"
 
 
-def _compile_field(schema: Any, field: Literal["input_schema", "output_schema"]) -> Any:
+def _compile_field(
+    schema: Any, field: Literal["input_schema", "output_schema"], dialects: frozenset[str]
+) -> Any:
     try:
-        return compile_schema(schema)
+        return compile_schema(schema, dialects=dialects)
     except SchemaError as exc:
         raise SchemaError(exc.code, exc.message, f"$.{field}{exc.path[1:]}") from None
 
 
 _lock = threading.Lock()
-_by_identity: OrderedDict[int, tuple[ToolDescriptor, CompiledTool]] = OrderedDict()
-_by_content: OrderedDict[bytes, CompiledTool] = OrderedDict()
+_by_identity: OrderedDict[tuple[int, frozenset[str]], tuple[ToolDescriptor, CompiledTool]] = (
+    OrderedDict()
+)
+_by_content: OrderedDict[tuple[bytes, frozenset[str]], CompiledTool] = OrderedDict()
 
 
-def compile_tool(descriptor: ToolDescriptor) -> CompiledTool:
+def compile_tool(
+    descriptor: ToolDescriptor, *, dialects: frozenset[str] = STRICT_DIALECTS
+) -> CompiledTool:
     """The ``CompiledTool`` for ``descriptor``, compiling its schemas at most once.
 
     Raises ``SchemaError`` with a path relative to the descriptor
     (``$.output_schema.properties.code.pattern``). The same descriptor object, or an
     equal one, gets the cached result back without compiling again.
     """
-    key = id(descriptor)
+    key = (id(descriptor), dialects)
     with _lock:
         entry = _by_identity.get(key)
         if entry is not None and entry[0] is descriptor:
             _by_identity.move_to_end(key)
             return entry[1]
-    content = _encode(descriptor)
+    content = (_encode(descriptor), dialects)
     with _lock:
         compiled = _by_content.get(content)
         if compiled is not None:
             _by_content.move_to_end(content)
     if compiled is None:
-        compiled = CompiledTool(descriptor)  # outside the lock: compiling takes a while
+        compiled = CompiledTool(descriptor, dialects)  # outside the lock: compiling takes a while
         with _lock:
             _by_content[content] = compiled
             _trim(_by_content)

@@ -42,8 +42,10 @@ from lineup.runtime import (
 from lineup.runtime.apps.focus import EndAppSession, InstanceOpened
 from lineup.runtime.events import AppsChanged, LocaleChosen
 from lineup.runtime.host_sessions import SESSION_TTL
+from lineup.runtime.mcp.call_store import McpCallsChanged
+from lineup.runtime.mcp.gateway import McpServersChanged
 
-from . import channel
+from . import channel, mcp
 from .app_centre import AppCentreHost, AppCentreTab
 from .app_surfaces import AppSurfaces
 from .capabilities import CapabilityTab, HostCapabilities
@@ -283,6 +285,13 @@ class WebHost:
                 frame = channel.AppPush(instance_ids=sorted(event.instance_ids), topic=event.topic)
             elif centre.on_event(event):
                 return
+            elif isinstance(event, McpServersChanged):
+                centre.mark()
+                return
+            elif isinstance(event, McpCallsChanged):
+                with contextlib.suppress(asyncio.QueueFull):
+                    outbox.put_nowait(mcp.calls_frame(self.runtime, event))
+                return
             elif (encoded := capabilities.on_event(event)) is not None:
                 with contextlib.suppress(asyncio.QueueFull):
                     outbox.put_nowait(encoded)
@@ -363,6 +372,9 @@ class WebHost:
             if isinstance(frame, channel.ChooseLocale):
                 await self.runtime.choose_locale(frame.locale)  # every tab hears it
                 continue
+            if isinstance(frame, channel.McpAction):
+                self.jobs.start(self._mcp_act(frame, outbox), "mcp_action")
+                continue
             if isinstance(frame, channel.AppsAction):
                 # A download or a catalog fetch may take seconds: the tab's other
                 # frames go on meanwhile, and the receipt follows when it is done. The
@@ -370,6 +382,12 @@ class WebHost:
                 self.jobs.start(self._act(frame, outbox), "apps_action")
                 continue
             await outbox.put(await self._answer(frame))
+
+    async def _mcp_act(self, frame: channel.McpAction, outbox: asyncio.Queue[bytes]) -> None:
+        receipt = _encode(await mcp.mcp_action(self.runtime, frame))
+        with contextlib.suppress(asyncio.QueueFull):
+            outbox.put_nowait(receipt)
+        self.app_centre.changed()
 
     async def _act(self, frame: channel.AppsAction, outbox: asyncio.Queue[bytes]) -> None:
         receipt = _encode(await self.app_centre.act(frame))
@@ -417,7 +435,10 @@ class WebHost:
                     oldest=oldest,
                     apps=apps_view(runtime.apps.instances()),
                     app_sessions=sorted(groups.values(), key=_placed),
-                    capability_calls=await self.capabilities.open_calls(),
+                    capability_calls=[
+                        *await self.capabilities.open_calls(),
+                        *await mcp.open_calls(runtime),
+                    ],
                 )
             )
         if isinstance(frame, channel.AppRequest):

@@ -32,7 +32,7 @@ from lineup.runtime.apps.installer import AppCentreChanged
 from lineup.runtime.apps.registry import RegistryError
 from lineup.runtime.apps.releases import CentreApp, Offer
 
-from . import channel
+from . import channel, mcp
 
 __all__ = ["AppCentreHost", "AppCentreTab", "centre_frame", "short_key_id"]
 
@@ -127,6 +127,7 @@ async def centre_frame(runtime: Runtime) -> channel.AppCentre:
             production=bool(state.get("production")),
             fetched_at=fetched if isinstance(fetched, str) else None,
         ),
+        mcp_servers=mcp.server_views(runtime, await runtime.mcp.servers()),
     )
 
 

@@ -46,7 +46,7 @@ from lineup.runtime.capabilities.gateway import (
     busy_or_final,
 )
 
-from . import channel
+from . import channel, mcp
 from .jobs import HostJobs
 from .names import record_label
 from .native import NativeHost, NativeOutcome
@@ -311,6 +311,11 @@ class CapabilityTab:
                 return [_encode(channel.ChannelError(ErrorCode.NOT_FOUND, "no such capability"))]
             await self.gateway.set_revoked(frame.capability, frame.revoked)
             return [_encode(await self.host.grants())]
+        if frame.requester_kind == "mcp":  # an MCP server's tool: only consent applies
+            key = CallKey(frame.conversation_id, frame.call_id, "mcp")
+            if not isinstance(frame, channel.Consent):
+                return [_receipt(key, "claim", ErrorCode.CAPABILITY_CALL_NOT_FOUND)]
+            return [_receipt(key, "consent", await mcp.consent(self.host.runtime, frame))]
         key = CallKey(frame.conversation_id, frame.call_id, frame.requester_kind)
         if isinstance(frame, channel.Consent):
             return await self._consent(key, frame)

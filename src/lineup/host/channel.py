@@ -27,7 +27,8 @@ CapabilityName = Annotated[str, msgspec.Meta(pattern=CAPABILITY_NAME_PATTERN, ma
 Code = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
 AppId = Annotated[str, msgspec.Meta(pattern=APP_ID_PATTERN, max_length=255)]
 SemVer = Annotated[str, msgspec.Meta(pattern=SEMVER_PATTERN, max_length=128)]
-RequesterKind = Literal["agent", "app"]
+RequesterKind = Literal["agent", "app", "mcp"]
+McpKey = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_-]{0,40}$")]
 MAX_FRAME_BYTES = 256 * 1024
 
 
@@ -247,6 +248,20 @@ class ChooseLocale(_In, frozen=True, tag="locale"):
     locale: Literal["en", "zh-CN"] | None
 
 
+class McpAction(_In, frozen=True, tag="mcp_action"):
+    """The person acts on an MCP server in the App centre: ``enable``, ``disable``,
+    ``remove``, or ``policy`` (with ``policy``: ``ask``, ``read_only`` or ``allow``).
+    Answered with an ``AppsReceipt`` (``action`` ``mcp_<action>``, ``app_id`` the key)."""
+
+    action: Literal["enable", "disable", "remove", "policy"]
+    key: McpKey
+    policy: Literal["ask", "read_only", "allow"] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.action == "policy") != (self.policy is not None):
+            raise ValueError("`policy` goes with the action `policy`, and only with it")
+
+
 CapabilityFrame = Consent | Claim | CapabilityDone | GrantsRequest | Forget | CapabilityPolicy
 
 ShellFrame = (
@@ -273,6 +288,7 @@ ShellFrame = (
     | CapabilityPolicy
     | AppsRequest
     | AppsAction
+    | McpAction
     | ChooseLocale
 )
 
@@ -400,6 +416,12 @@ class CapabilityCallView(msgspec.Struct, frozen=True, kw_only=True, omit_default
     code: str | None = None
     result: dict[str, Any] | None = None
     expires_at: str
+    tool: str | None = None
+    """``mcp`` calls: the tool's name on its server."""
+    tool_title: str | None = None
+    """``mcp`` calls: the tool's title (its name when it has none)."""
+    read_only: bool | None = None
+    """``mcp`` calls: the server marks the tool read-only."""
 
 
 class RowBound(msgspec.Struct, frozen=True):
@@ -666,13 +688,38 @@ class CatalogStateView(msgspec.Struct, frozen=True, kw_only=True):
     fetched_at: str | None
 
 
+class McpToolView(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    title: str | None
+    read_only: bool
+    has_ui: bool
+
+
+class McpServerView(msgspec.Struct, frozen=True, kw_only=True):
+    """One configured MCP server in the App centre."""
+
+    key: str
+    name: str
+    """What the server calls itself (its title or name), else the config's name."""
+    configured_name: str
+    version: str | None
+    enabled: bool
+    state: str
+    """``disabled``, ``stopped``, ``starting``, ``ready``, ``restarting`` or ``failed``."""
+    policy: str
+    has_ui: bool
+    tools: list[McpToolView]
+
+
 class AppCentre(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="app_centre"):
     """To a tab that opened the App centre (and again on every change): installed
-    apps, the catalog's apps not installed, and the catalog's state."""
+    apps, the catalog's apps not installed, the catalog's state and the configured MCP
+    servers."""
 
     apps: list[CentreAppView]
     offers: list[OfferView]
     catalog: CatalogStateView
+    mcp_servers: list[McpServerView] = msgspec.field(default_factory=list)
 
 
 class AppFallback(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="app_fallback"):

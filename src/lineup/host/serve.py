@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import uvicorn
+from lineup.runtime.mcp.config import ServerConfig
 
 from lineup.delivery.keys import PublicKey
 from lineup.runtime import Runtime
@@ -156,6 +157,7 @@ async def run_standalone(
     on_ready: Callable[[str], None] | None = None,
     native: NativeHost | None = None,
     dev_surfaces: Path | None = None,
+    mcp_servers: Sequence[ServerConfig] = (),
 ) -> None:
     """``lineup client`` (and ``lineup desktop``): until Ctrl-C or SIGTERM, or until
     ``stop`` is set when given (then signals are the caller's). ``trusted_keys``:
@@ -176,6 +178,7 @@ async def run_standalone(
             on_ready=on_ready,
             native=native,
             dev_surfaces=dev_surfaces,
+            mcp_servers=mcp_servers,
         ),
         stop,
     )
@@ -194,8 +197,9 @@ async def _standalone(
     on_ready: Callable[[str], None] | None,
     native: NativeHost | None,
     dev_surfaces: Path | None,
+    mcp_servers: Sequence[ServerConfig],
 ) -> None:
-    runtime = Runtime(data_dir, dev_surfaces=dev_surfaces)
+    runtime = Runtime(data_dir, dev_surfaces=dev_surfaces, mcp_servers=mcp_servers)
     await runtime.open()
     for key in trusted_keys:
         await runtime.delivery.trust_key(key)

@@ -95,6 +95,18 @@ class ErrorCode(StrEnum):
     APP_UNAVAILABLE = "app_unavailable"
     APP_NOT_REMOVABLE = "app_not_removable"
 
+    # MCP servers the Runtime hosts (issue 24): their config, what a call to one of
+    # their tools or resources ended with, and the Runtime's decisions about the calls.
+    MCP_CONFIG_INVALID = "mcp_config_invalid"
+    MCP_SERVER_UNAVAILABLE = "mcp_server_unavailable"
+    MCP_TIMEOUT = "mcp_timeout"
+    MCP_RESULT_TOO_LARGE = "mcp_result_too_large"
+    MCP_RESOURCE_TOO_LARGE = "mcp_resource_too_large"
+    MCP_PROTOCOL_ERROR = "mcp_protocol_error"
+    MCP_TOOL_UNKNOWN = "mcp_tool_unknown"
+    MCP_POLICY_INVALID = "mcp_policy_invalid"
+    CALL_DISMISSED = "call_dismissed"
+
     # AppServer requests.
     INVALID_REQUEST = "invalid_request"
     UNAUTHORIZED = "unauthorized"

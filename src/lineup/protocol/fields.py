@@ -18,6 +18,8 @@ MAX_TEXT_CHARS = 64 * 1024
 
 MAX_LABEL_CHARS = 1024
 """Longest short human-readable string (labels, reasons, error messages)."""
+MAX_TOOL_DESCRIPTION_CHARS = 8 * 1024
+"""How much of a tool's description the inventory carries (an MCP server's may be longer)."""
 
 MAX_JSON_DEPTH = 32
 """Deepest nesting of free-form JSON objects (state, data, arguments, schemas)."""
@@ -46,7 +48,7 @@ SURFACE_ID_PATTERN = r"^[a-z][a-z0-9_-]{0,63}\Z"
 COMPONENT_ID_PATTERN = SURFACE_ID_PATTERN
 COMPONENT_VERSION_PATTERN = r"^[0-9]{1,9}\Z"
 CAPABILITY_VERSION_PATTERN = r"^[0-9]{1,9}(\.[0-9]{1,9}){0,2}\Z"
-TOOL_ID_PATTERN = r"^[a-z][a-z0-9_-]{0,63}(\.[a-z][a-z0-9_-]{0,63})+\Z"
+TOOL_ID_PATTERN = r"^[a-z][a-z0-9_-]{0,63}(\.[A-Za-z][A-Za-z0-9_-]{0,127})+\Z"
 CAPABILITY_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,63}(\.[a-z][a-z0-9_]{0,63})+\Z"
 SEMVER_PATTERN = (
     r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)"

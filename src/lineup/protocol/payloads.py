@@ -15,6 +15,7 @@ from .fields import (
     MAX_BUNDLE_BYTES,
     MAX_EVENT_DATA_BYTES,
     MAX_LIST_ITEMS,
+    MAX_TOOL_DESCRIPTION_CHARS,
     AppId,
     AppScope,
     CapabilityName,
@@ -256,6 +257,10 @@ class ToolDescriptor(Payload, frozen=True):
     permissions: Annotated[list[CapabilityName], msgspec.Meta(max_length=MAX_LIST_ITEMS)] | None = (
         None
     )
+    title: Label | None = None
+    """A short name for people (an MCP tool's ``title``)."""
+    description: Annotated[str, msgspec.Meta(max_length=MAX_TOOL_DESCRIPTION_CHARS)] | None = None
+    """What the tool does, for the agent's model (an MCP tool's ``description``)."""
 
     def __post_init__(self) -> None:
         if self.handling == "interactive":

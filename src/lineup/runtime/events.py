@@ -20,6 +20,8 @@ from .records import TimelineItem
 if TYPE_CHECKING:
     from .apps.installer import AppCentreChanged
     from .capabilities.gateway import CapabilitiesChanged
+    from .mcp.call_store import McpCallsChanged
+    from .mcp.gateway import McpServersChanged
 
 __all__ = [
     "AppsChanged",
@@ -83,5 +85,6 @@ class LocaleChosen:
 RuntimeEvent: TypeAlias = (
     "TimelineChanged | ConnectionChanged | AppsChanged | ToolCallsChanged"
     " | CapabilitiesChanged | AppCentreChanged | InventoryChanged | LocaleChosen"
+    " | McpCallsChanged | McpServersChanged"
 )
 Listener = Callable[["RuntimeEvent"], None]

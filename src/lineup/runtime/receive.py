@@ -11,7 +11,8 @@ handlers queue, show and wake up follows the commit through the unit of work
 - ``tool.call`` (``_tool_call``): an ordinary tool goes to the Tool Router
   (``apps.router.route``); a standard interaction starts
   (``interaction_store.create``), or is refused with its one result.
-- ``interaction.dismiss`` (``_dismiss``): the agent takes a pending question back.
+- ``interaction.dismiss`` (``_dismiss``): the agent takes a pending question back, or
+  stops a call of an MCP server's tool (``mcp.call_store.dismiss``).
 - ``app.call`` (``_capability_call``): an agent's capability request reaches the
   gateway's store (``capabilities.call_store.receive``).
 - ``ui.open`` / ``ui.patch`` / ``ui.close`` (``_surface``): an agent's surface is
@@ -47,6 +48,7 @@ from .apps.registry import INITIAL_REVISION, published_elsewhere
 from .capabilities import call_store
 from .dev_surfaces import DevSurfaces
 from .events import ToolCallsChanged
+from .mcp import call_store as mcp_call_store
 from .records import REJECTED_ROW, DismissIntent, Received, ToolCallIntent, rejected_row_id
 from .tables import audit, get_item, show
 from .txn import RuntimeTxn
@@ -90,6 +92,10 @@ def _tool_call(txn: RuntimeTxn, item: Received, ctx: Context) -> None:
 
 def _dismiss(txn: RuntimeTxn, item: Received, ctx: Context) -> None:
     if item.dismiss is None:
+        return
+    intent = item.dismiss
+    if mcp_call_store.get(txn, item.conversation_id, intent.call_id) is not None:
+        mcp_call_store.dismiss(txn, item.conversation_id, intent.call_id, intent.sender_id, ctx.now)
         return
     interaction_store.dismiss(txn, item.conversation_id, item.dismiss, ctx.now)  # shows the card
 

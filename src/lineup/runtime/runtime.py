@@ -14,7 +14,7 @@ import contextlib
 import logging
 import os
 import uuid
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,8 @@ from .events import (
 )
 from .host_sessions import HostSessions
 from .interaction_store import Outcome
+from .mcp.config import ServerConfig
+from .mcp.gateway import McpGateway
 from .receive import DEFAULT_SCOPE, INVENTORY, classify
 from .records import (
     ConversationInfo,
@@ -119,6 +121,7 @@ class Runtime:
         inline_surfaces: Collection[str] = (),
         catalog_interval: float | None = CATALOG_INTERVAL,
         dev_surfaces: str | Path | None = None,
+        mcp_servers: Sequence[ServerConfig] = (),
     ) -> None:
         """``inline_surfaces``: dev mode only, the integrities of inline surface
         bundles (``ui.open`` with ``html``/``css``/``js``) this Runtime accepts; empty
@@ -126,7 +129,9 @@ class Runtime:
         fetches while running (one at start); ``None`` fetches only when asked.
         ``dev_surfaces``: dev mode only, a directory whose bundles (one per
         subdirectory) agents may open as surfaces, read afresh at every ``ui.open`` and
-        mount (``dev_surfaces.DevSurfaces``); ``None`` (the default): none."""
+        mount (``dev_surfaces.DevSurfaces``); ``None`` (the default): none.
+        ``mcp_servers``: the MCP servers the person configured (``mcp.config``), run
+        while the Runtime runs (``mcp.connection``)."""
         self._catalog_interval = catalog_interval
         self._lock_fd: int | None = None
         self.data_dir = Path(data_dir)
@@ -167,6 +172,16 @@ class Runtime:
             catalog_client=self._catalog_client,
         )
         """Signed delivery: trusted keys, the catalog, install, update, revoke, remove."""
+        self._mcp_servers = tuple(mcp_servers)
+        connect = listing = None
+        if self._mcp_servers:  # the MCP SDK is imported only by a Runtime that runs servers
+            from .mcp import connect as mcp_connect
+
+            connect, listing = mcp_connect.connect(), mcp_connect.listing
+        self.mcp = McpGateway(
+            self.store, clock=self._clock, connect=connect, listing=listing, notify=self._emit
+        )
+        """MCP servers: their tools in the inventory, the calls agents make of them."""
         self._scopes = self._known_scopes
         # After the kernel and the registry (they adopt their values first): what every
         # committed unit of work sends, tells and wakes.
@@ -184,6 +199,7 @@ class Runtime:
         if self.session is not None:
             self.logged_in.set()
         await self.capabilities.recover()  # calls a stop caught approved never run again
+        await self.mcp.recover()  # MCP calls a stop caught executing never run again
         await self.registry.load()  # the stored inventory (bumped if the content changed)
         await self.delivery.open()  # what a crash left in the verified cache goes
         if self.dev_surfaces is not None:  # one line each for what DIR holds that is refused
@@ -230,6 +246,7 @@ class Runtime:
         return lambda: self._listeners.remove(listener)
 
     def _emit(self, event: RuntimeEvent) -> None:
+        self.mcp.on_event(event)  # forwards and cancels what the MCP calls' rules decided
         if isinstance(event, InventoryChanged):
             self._accept_scopes(event.inventory)
             return  # internal: hosts are not told
@@ -366,10 +383,12 @@ class Runtime:
             await self.expire_due()
             await self.tools.due()  # ordinary tool calls past their timeout_ms
             await self.capabilities.due()
+            await self.mcp.due()
             due_at = [
                 await self.store.next_expiry(),
                 await self.tools.next_deadline(),
                 await self.capabilities.next_deadline(),
+                await self.mcp.next_deadline(),
             ]
             delay = MAX_EXPIRY_WAIT_S
             for next_at in due_at:
@@ -481,6 +500,7 @@ class Runtime:
             on_state=self._on_state,
         )
         self._connection = connection
+        await self.mcp.configure(self._mcp_servers)
         try:
             async with asyncio.TaskGroup() as tg:
                 self._tasks = tg
@@ -495,6 +515,7 @@ class Runtime:
         except* ClientClosed:
             pass
         finally:
+            await self.mcp.stop()
             self._tasks = None
             self._connection = None
             self.ready.clear()

@@ -208,8 +208,9 @@ def result_envelope_id(conversation_id: str, call_id: str) -> str:
 
 def call_spent(conn: Sql, conversation_id: str, call_id: str) -> bool:
     """Is the call id already used in the conversation: by an interaction, a refused
-    call or an ordinary tool call? A call id has one result, ever."""
-    for table in ("interactions", "refused_calls", "tool_calls"):
+    call, an ordinary tool call or a call of an MCP server's tool? A call id has one
+    result, ever."""
+    for table in ("interactions", "refused_calls", "tool_calls", "mcp_calls"):
         row = conn.execute(
             f"SELECT 1 FROM {table} WHERE conversation_id = ? AND call_id = ?",  # noqa: S608
             (conversation_id, call_id),

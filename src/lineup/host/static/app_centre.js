@@ -7,6 +7,9 @@
 // panel only asks (`apps_action`) and shows the receipt's words when it refuses.
 // Turning off or removing an app closes its running instances (the frame says how many
 // run): the panel asks first, saying how many will close, with a way back.
+// The MCP servers the person configured are listed too (`mcp_servers`): their state,
+// version and tools, whether they have apps, the policy for their tools (always ask /
+// run read-only tools / run all), on/off and remove (`mcp_action`).
 
 import { $, announce, el, focusLost, showToast, trapFocus } from "./dom.js";
 import { wordsFor } from "./consent.js";
@@ -35,7 +38,11 @@ const CHIP = {
 };
 
 // What the receipt of each action says (centre.done.* / centre.failed.*).
-const ACTIONS = new Set(["install", "update", "enable", "disable", "remove", "refresh"]);
+const ACTIONS = new Set(["install", "update", "enable", "disable", "remove", "refresh", "policy"]);
+
+// An MCP server's state (centre.mcp.state.*) and the policies the person picks from.
+const MCP_STATES = new Set(["disabled", "stopped", "starting", "ready", "restarting", "failed"]);
+const MCP_POLICIES = ["ask", "read_only", "allow"];
 
 // The Runtime's refusal codes the catalogue has words for (centre.refused.*); the
 // receipt's own message is English, for logs and developers.
@@ -69,12 +76,17 @@ function closesText(running) {
   return t("centre.closes", { count: running });
 }
 
+// An MCP server's actions come back as `mcp_<action>`: the same words.
+const baseAction = (action) => String(action).replace(/^mcp_/, "");
+
 function doneText(action) {
-  return t(ACTIONS.has(action) ? `centre.done.${action}` : "centre.done.other");
+  const base = baseAction(action);
+  return t(ACTIONS.has(base) ? `centre.done.${base}` : "centre.done.other");
 }
 
 function failedText(action) {
-  return t(ACTIONS.has(action) ? `centre.failed.${action}` : "centre.failed.other");
+  const base = baseAction(action);
+  return t(ACTIONS.has(base) ? `centre.failed.${base}` : "centre.failed.other");
 }
 
 function refusedText(code) {
@@ -85,7 +97,8 @@ function refusedText(code) {
 function appName(appId) {
   const app = last?.apps.find((a) => a.app_id === appId);
   const offer = last?.offers.find((o) => o.app_id === appId);
-  return app?.name || offer?.name || appId;
+  const server = last?.mcp_servers?.find((m) => m.key === appId);
+  return app?.name || offer?.name || server?.name || appId;
 }
 
 function unavailableText(code) {
@@ -169,7 +182,14 @@ function build() {
   offered.append(offeredLabel, el("ul", "apps-list apps-offered"));
   offered.append(el("p", "apps-empty apps-offered-empty", t("centre.offered_empty")));
 
-  dialog.append(head, catalog, installed, offered);
+  const mcp = el("section", "apps-section apps-mcp-section");
+  mcp.setAttribute("aria-labelledby", "apps-mcp-label");
+  const mcpLabel = el("h3", "apps-label", t("centre.mcp.title"));
+  mcpLabel.id = "apps-mcp-label";
+  mcp.append(mcpLabel, el("p", "apps-mcp-note", t("centre.mcp.note")), el("ul", "apps-list apps-mcp-list"));
+  mcp.hidden = true;
+
+  dialog.append(head, catalog, installed, mcp, offered);
   dialog.addEventListener("close", () => {
     confirming.clear();
     turningOff.clear();
@@ -337,6 +357,112 @@ function installedRow(app) {
   return li;
 }
 
+function mcpAct(action, key, policy) {
+  if (pending.has(key)) return;
+  const frame = { op: "mcp_action", action, key };
+  if (policy) frame.policy = policy;
+  if (!send(frame)) {
+    showToast("error", toastBody(t("centre.unreachable")));
+    return;
+  }
+  pending.set(key, { action: `mcp_${action}`, frames });
+  render();
+}
+
+function mcpRow(server) {
+  const waiting = pending.has(server.key);
+  const asked = pending.get(server.key)?.action;
+  const enabled = asked === "mcp_enable" ? true : asked === "mcp_disable" ? false : server.enabled;
+  const li = el("li", "apps-row apps-mcp");
+  li.dataset.mcpKey = server.key;
+  if (!enabled) li.classList.add("is-off");
+  const text = el("div", "apps-text");
+  const state = MCP_STATES.has(server.state) ? server.state : "stopped";
+  text.append(heading(server.name, server.version || "", t(`centre.mcp.state.${state}`), `mcp-${state}`));
+  const meta = [];
+  if (server.configured_name !== server.name) meta.push(server.configured_name);
+  meta.push(t("centre.mcp.tools", { count: server.tools.length }));
+  if (server.has_ui) meta.push(t("centre.mcp.has_ui"));
+  text.append(el("p", "apps-meta", meta.join(" \u00b7 ")));
+  if (server.tools.length) {
+    const names = el("ul", "apps-chips");
+    names.setAttribute("aria-label", t("centre.mcp.tool_list"));
+    for (const tool of server.tools.slice(0, 12)) {
+      const chip = el("li", "apps-chip", tool.title || tool.name);
+      chip.title = tool.read_only ? `${tool.name} (${t("centre.mcp.read_only")})` : tool.name;
+      names.append(chip);
+    }
+    if (server.tools.length > 12) names.append(el("li", "apps-chip none", t("centre.mcp.more", { count: server.tools.length - 12 })));
+    text.append(names);
+  }
+
+  const actions = el("div", "apps-actions");
+  const policyLabel = el("label", "apps-policy");
+  policyLabel.append(el("span", "apps-policy-text", t("centre.mcp.policy")));
+  const select = el("select", "apps-policy-select");
+  select.dataset.focus = `${server.key}:policy`;
+  for (const name of MCP_POLICIES) {
+    const option = el("option", null, t(`centre.mcp.policy.${name}`));
+    option.value = name;
+    option.selected = name === server.policy;
+    select.append(option);
+  }
+  select.addEventListener("change", () => {
+    if (waiting) select.value = server.policy;
+    else mcpAct("policy", server.key, select.value);
+  });
+  policyLabel.append(select);
+  actions.append(policyLabel);
+
+  const toggle = el("label", "apps-switch");
+  const box = el("input");
+  box.type = "checkbox";
+  box.setAttribute("role", "switch");
+  box.checked = enabled;
+  busy(box, waiting);
+  box.dataset.focus = `${server.key}:switch`;
+  box.setAttribute("aria-label", t("centre.switch_label", { name: server.name }));
+  box.addEventListener("change", () => {
+    if (waiting) box.checked = enabled;
+    else mcpAct(box.checked ? "enable" : "disable", server.key);
+  });
+  toggle.append(box, el("span", "apps-switch-text", t(enabled ? "centre.on" : "centre.off")));
+  actions.append(toggle);
+
+  if (confirming.has(server.key)) {
+    const ask = el("div", "apps-confirm");
+    ask.setAttribute("role", "group");
+    const question = t("centre.mcp.remove_ask", { name: server.name });
+    ask.setAttribute("aria-label", question);
+    ask.append(el("span", "apps-confirm-text", question));
+    const cancel = button("secondary apps-cancel", t("centre.keep"), () => {
+      confirming.delete(server.key);
+      render(`${server.key}:remove`);
+    });
+    cancel.dataset.focus = `${server.key}:keep`;
+    const yes = button("danger apps-remove-yes", t("centre.remove"), () => {
+      confirming.delete(server.key);
+      mcpAct("remove", server.key);
+    });
+    busy(yes, waiting);
+    yes.dataset.focus = `${server.key}:remove-yes`;
+    yes.setAttribute("aria-label", t("centre.remove_yes_label", { name: server.name }));
+    ask.append(cancel, yes);
+    actions.append(ask);
+  } else {
+    const remove = button("secondary apps-remove", t("centre.remove"), () => {
+      confirming.add(server.key);
+      render(`${server.key}:keep`);
+    });
+    busy(remove, waiting);
+    remove.dataset.focus = `${server.key}:remove`;
+    remove.setAttribute("aria-label", t("centre.remove_label", { name: server.name }));
+    actions.append(remove);
+  }
+  li.append(text, actions);
+  return li;
+}
+
 function offerRow(offer) {
   const li = el("li", "apps-row");
   li.dataset.appId = offer.app_id;
@@ -383,6 +509,9 @@ function render(focusKey) {
   dialog.querySelector(".apps-installed-empty").hidden = apps.length > 0;
   dialog.querySelector(".apps-offered").replaceChildren(...offers.map(offerRow));
   dialog.querySelector(".apps-offered-empty").hidden = offers.length > 0;
+  const servers = last.mcp_servers || [];
+  dialog.querySelector(".apps-mcp-section").hidden = servers.length === 0;
+  dialog.querySelector(".apps-mcp-list").replaceChildren(...servers.map(mcpRow));
 
   if (!focused || !hadFocus) return;
   const appId = focused.slice(0, focused.lastIndexOf(":"));
@@ -398,7 +527,7 @@ export function onAppCentre(frame) {
   last = frame;
   frames += 1;
   // A row whose app went away cannot wait for its confirm step any longer.
-  const ids = new Set(frame.apps.map((app) => app.app_id));
+  const ids = new Set([...frame.apps.map((app) => app.app_id), ...(frame.mcp_servers || []).map((m) => m.key)]);
   for (const id of confirming) if (!ids.has(id)) confirming.delete(id);
   // Nothing left to close (or already off): turning off needs no question any more.
   for (const id of turningOff) {

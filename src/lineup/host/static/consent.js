@@ -54,7 +54,14 @@ export function wordsFor(capability) {
 // for the instance) or "the agent <id>".
 export function requesterText(call) {
   const name = call.requester_label || call.requester;
-  return t(call.requester_kind === "app" ? "consent.requester.app" : "consent.requester.agent", { name });
+  const kind = { app: "consent.requester.app", mcp: "consent.requester.mcp" }[call.requester_kind];
+  return t(kind || "consent.requester.agent", { name });
+}
+
+// The dialog's title: the capability's words, or for an MCP server's tool its name.
+function titleText(call) {
+  if (call.requester_kind === "mcp") return t("consent.mcp.title", { tool: call.tool_title || call.tool });
+  return wordsFor(call.capability);
 }
 
 // The catalogue's string ``key`` with the element ``node`` where its {{slot}} is (the
@@ -142,7 +149,7 @@ function renderDialog(call) {
   const head = el("header", "consent-head");
   const queue = el("p", "consent-queue");
   queue.hidden = true;
-  const title = el("h2", "consent-title", wordsFor(call.capability));
+  const title = el("h2", "consent-title", titleText(call));
   title.id = "consent-title";
   const who = el("p", "consent-who");
   who.id = "consent-who";
@@ -154,6 +161,7 @@ function renderDialog(call) {
   const reason = el("section", "consent-reason");
   reason.append(el("h3", "consent-label", t("consent.reason")));
   const said = el("p", "consent-reason-text", call.reason || t("consent.no_reason"));
+  if (call.requester_kind === "mcp") reason.firstChild.textContent = t("consent.mcp.about");
   said.id = "consent-reason";
   reason.append(said);
 
@@ -186,7 +194,9 @@ function renderDialog(call) {
     label.append(input);
     form.append(label);
   }
-  if (call.risk === "user_confirmation") {
+  if (call.requester_kind === "mcp") {
+    form.append(el("p", "consent-note consent-mcp-note", t(call.read_only ? "consent.mcp.read_only" : "consent.mcp.may_change")));
+  } else if (call.risk === "user_confirmation") {
     const remember = el("label", "consent-check consent-remember");
     const box = el("input");
     box.type = "checkbox";

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from .document import SurfaceDocument, SurfaceRejected, compose
 from .headers import surface_headers
+from .mcp_document import mcp_view_document
 
 __all__ = ["Mount", "SurfaceOrigin", "SurfaceReply"]
 
@@ -73,9 +74,10 @@ class SurfaceOrigin:
     """
 
     def __init__(self, shell_origins: Iterable[str], *, port: int | None = None) -> None:
+        self._shell_origins = tuple(shell_origins)
         self._headers = [
             (name.lower().encode("latin-1"), value.encode("latin-1"))
-            for name, value in surface_headers(shell_origins).items()
+            for name, value in surface_headers(self._shell_origins).items()
         ]
         self._port: int | None = None
         self._by_host: dict[str, _Entry] = {}
@@ -131,16 +133,7 @@ class SurfaceOrigin:
                 },
             )
             raise
-        host_name = f"{_LABEL_PREFIX}{secrets.token_hex(16)}{_HOST_SUFFIX}"
-        mount = Mount(
-            mount_id=mount_id,
-            instance_id=instance_id,
-            host_name=host_name,
-            url=f"http://{host_name}:{self._port}/",
-        )
-        entry = _Entry(mount, page)
-        self._by_host[f"{host_name}:{self._port}"] = entry
-        self._by_id[mount_id] = entry
+        mount = self._add(mount_id, instance_id, page)
         log.info(
             "surface mounted",
             extra={
@@ -152,6 +145,62 @@ class SurfaceOrigin:
                 "page_bytes": len(page),
             },
         )
+        return mount
+
+    def mount_mcp_view(
+        self,
+        instance_id: str,
+        view_html: str,
+        ui_meta: Mapping[str, Any] | None,
+        *,
+        name: str,
+        lang: str | None = None,
+        theme: Literal["light", "dark"] = "light",
+        tool: Mapping[str, Any] | None = None,
+        call_id: str | None = None,
+    ) -> Mount:
+        """Mount an MCP App view (a server's ``ui://`` HTML, read and pinned by the
+        Runtime) inside the MCP bridge's document (``mcp_document.mcp_view_document``,
+        whose headers are this origin's own). Raises ``SurfaceRejected`` like ``mount``."""
+        if self._port is None:
+            raise RuntimeError("bind_port before mounting: the URL needs the port")
+        mount_id = secrets.token_hex(12)
+        try:
+            page, _ = mcp_view_document(
+                view_html,
+                ui_meta,
+                instance_id=instance_id,
+                mount_id=mount_id,
+                shell_origins=self._shell_origins,
+                name=name,
+                lang=lang,
+                theme=theme,
+                tool=tool,
+                call_id=call_id,
+            )
+        except SurfaceRejected as rejected:
+            log.warning(
+                "mcp view refused", extra={"code": str(rejected.code), "instance_id": instance_id}
+            )
+            raise
+        mount = self._add(mount_id, instance_id, page)
+        log.info(
+            "mcp view mounted",
+            extra={"mount_id": mount_id, "instance_id": instance_id, "page_bytes": len(page)},
+        )
+        return mount
+
+    def _add(self, mount_id: str, instance_id: str, page: bytes) -> Mount:
+        host_name = f"{_LABEL_PREFIX}{secrets.token_hex(16)}{_HOST_SUFFIX}"
+        mount = Mount(
+            mount_id=mount_id,
+            instance_id=instance_id,
+            host_name=host_name,
+            url=f"http://{host_name}:{self._port}/",
+        )
+        entry = _Entry(mount, page)
+        self._by_host[f"{host_name}:{self._port}"] = entry
+        self._by_id[mount_id] = entry
         return mount
 
     def unmount(self, mount_id: str) -> bool:

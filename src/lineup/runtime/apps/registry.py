@@ -7,7 +7,8 @@ the same ``id`` + ``version`` again is idempotent; a different version replaces 
 one in use and the old one stays stored (for a later rollback).
 
 The inventory (``client.inventory``) is the four interactive tools plus every enabled
-app: its ``ApplicationRef`` and its tool descriptors; and the person's language. Its
+app: its ``ApplicationRef`` and its tool descriptors; the tools of every enabled MCP
+server (``mcp.servers``); and the person's language. Its
 revision is **monotonic**: ``inventory_state`` keeps a counter and the digest of the
 advertised content, and every transaction that can change the content (install,
 enable, disable, a language chosen or seen, the Runtime opening with new software)
@@ -69,6 +70,7 @@ from lineup.protocol.payloads import AppList, CapabilityDescriptor, ClientInvent
 from .. import interaction_store, preferences
 from ..capabilities.declared import declared as host_declared
 from ..events import InventoryChanged, RuntimeEvent
+from ..mcp import servers as mcp_servers
 from ..records import OutboxItem
 from ..tables import audit, has_session, queue_from_runtime
 from ..txn import RuntimeTxn, Sql
@@ -490,6 +492,7 @@ def build_inventory(conn: Sql, revision: str | None = None) -> ClientInventory:
         applications.append(to_inventory_application(manifest))
         tools.extend(t for t in tool_descriptors(manifest) if _allowed(t, grants))
         capabilities.extend(grants[n] for n in manifest.permissions if n in grants)
+    tools.extend(mcp_servers.descriptors(conn))  # each enabled MCP server's tools
     capabilities.extend(c.descriptor for c in host_declared(conn).values())
     locale = preferences.known_locale(conn)
     made = ix.inventory(tools, applications=applications, revision=revision, locale=locale)

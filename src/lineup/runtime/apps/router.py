@@ -79,6 +79,8 @@ from lineup.protocol.payloads import ToolProgress
 
 from .. import interaction_store
 from ..events import ToolCallsChanged
+from ..mcp import call_store as mcp_call_store
+from ..mcp import servers as mcp_servers
 from ..records import Received, ToolCallIntent
 from ..store import RuntimeStore
 from ..tables import audit, call_spent
@@ -243,6 +245,8 @@ def route(txn: RuntimeTxn, received: Received, intent: ToolCallIntent, now: str)
                 ErrorCode.INVENTORY_REVISION_MISMATCH,
                 f"the current inventory revision is {current}",
             )
+        if mcp_servers.is_mcp_tool(p.tool):
+            return _route_mcp(txn, envelope, agent_id, envelope_id, now)
         found = registry.advertised_tool(txn, p.tool)
         if found is None:
             declared = registry.find_tool(txn, p.tool)
@@ -337,6 +341,42 @@ def route(txn: RuntimeTxn, received: Received, intent: ToolCallIntent, now: str)
     txn.emit(ToolCallsChanged(frozenset({record.instance_id})))
     txn.deadline_added()  # the call's timeout
     return Routed(call=moved.call)
+
+
+def _route_mcp(
+    txn: RuntimeTxn, envelope: ToolCallEnvelope, agent_id: str, envelope_id: str, now: str
+) -> Routed:
+    """A call of an MCP server's tool (``mcp-<server>.<tool>``): advertised, valid
+    arguments, its own scope; then the server's policy decides (``mcp.call_store``).
+    It needs no instance: the server runs it."""
+    p = envelope.payload
+    found = mcp_servers.advertised(txn, p.tool)
+    if found is None:
+        declared = mcp_servers.find(txn, p.tool)
+        if declared is None:
+            raise _Refused(ErrorCode.TOOL_NOT_ADVERTISED, "no MCP server lists this tool")
+        raise _Refused(ErrorCode.APP_DISABLED, "the tool's MCP server is disabled")
+    problem = found.compiled.validate_input(p.arguments)
+    if problem is not None:
+        raise _Refused(ErrorCode.TOOL_INPUT_INVALID, problem.describe())
+    scope = found.entry.scope
+    if envelope.target is not None and envelope.target.app_scope not in (None, scope):
+        raise _Refused(ErrorCode.APP_SCOPE_MISMATCH, "the target is another app")
+    if envelope.target is not None and envelope.target.instance_id is not None:
+        raise _Refused(
+            ErrorCode.APP_SCOPE_MISMATCH, "an MCP tool runs on its server, not in an instance"
+        )
+    mcp_call_store.arrive(
+        txn,
+        envelope.conversation_id,
+        p.call_id,
+        envelope_id,
+        agent_id,
+        found,
+        p.arguments,
+        now,
+    )
+    return Routed()
 
 
 def _lifecycle(txn: RuntimeTxn, op: Op, now: str) -> MiniAppInstanceRecord:
