@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from lineup.protocol import ErrorCode
 from lineup.runtime.mcp import ServerConfig
 from tests.browser.conftest import Screenshot
 from tests.conftest import Pair
-from tests.runtime.mcp.conftest import stdio_config
+from tests.runtime.mcp.conftest import FAULT_SERVER, stdio_config
 from tests.runtime.mcp.test_gateway import ECHO, Inventories, agent_for, text_of
 from tests.support.appserver import AppServerProcess
 from tests.support.axe import describe, serious_violations
@@ -119,3 +120,27 @@ async def test_the_app_centre_shows_the_server_and_its_policy_and_switch_decide(
     )
     await row.get_by_role("switch").click()
     await expect(row.locator(".apps-badge")).to_have_text("Running", timeout=WAIT)
+
+
+async def test_a_server_that_will_not_start_is_told_to_the_person(
+    page: Page,
+    page_watch: PageWatch,
+    appserver: AppServerProcess,
+    pair: Pair,
+    tmp_path: Path,
+    screenshot: Screenshot,
+) -> None:
+    """A server that exits at once is restarted with backoff, then left failed: every tab
+    hears it (a toast naming the server and why), and the App centre says why too."""
+    broken = stdio_config("broken", sys.executable, str(FAULT_SERVER), env={"FAULT_MODE": "exit"})
+    async with serving(appserver, pair, tmp_path / "runtime", mcp_servers=(broken,)) as person:
+        await log_in(page, person)
+        toast = page.locator("#toasts .apps-mcp-notice").filter(has_text="Turn it off and on")
+        await expect(toast).to_be_visible(timeout=60_000)
+        await expect(toast).to_contain_text("broken")
+        await expect(toast).to_contain_text("3")  # its exit status, from the connection layer
+        await page.get_by_role("button", name="Apps").click()
+        row = page.locator("dialog#apps li[data-mcp-key=broken]")
+        await expect(row.locator(".apps-badge")).to_have_text("Failed to start")
+        await expect(row.locator(".apps-mcp-reason")).to_be_visible()
+        await screenshot("mcp-failed")

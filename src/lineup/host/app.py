@@ -287,6 +287,10 @@ class WebHost:
                 return
             elif isinstance(event, McpServersChanged):
                 centre.mark()
+                notice = mcp.notice_frame(self.runtime, event)
+                if notice is not None:
+                    with contextlib.suppress(asyncio.QueueFull):
+                        outbox.put_nowait(notice)
                 return
             elif isinstance(event, McpCallsChanged):
                 with contextlib.suppress(asyncio.QueueFull):

@@ -709,6 +709,19 @@ class McpServerView(msgspec.Struct, frozen=True, kw_only=True):
     policy: str
     has_ui: bool
     tools: list[McpToolView]
+    reason: str | None = None
+    """Why it failed or restarts (one line, from the server's exit or its stderr)."""
+
+
+class McpNotice(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="mcp_notice"):
+    """To every tab: a configured MCP server stopped working (``failed``: it will not be
+    started again until the person turns it on; ``restarting``: it is being started
+    again). Its calls in flight ended with ``mcp_server_unavailable``."""
+
+    key: str
+    name: str
+    state: Literal["failed", "restarting"]
+    reason: str | None
 
 
 class AppCentre(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="app_centre"):

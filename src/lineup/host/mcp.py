@@ -20,12 +20,20 @@ import msgspec
 from lineup.protocol import ErrorCode
 from lineup.runtime import Runtime
 from lineup.runtime.mcp.call_store import McpCall, McpCallRefused, McpCallsChanged
-from lineup.runtime.mcp.gateway import McpRefused
+from lineup.runtime.mcp.gateway import McpRefused, McpServersChanged
 from lineup.runtime.mcp.servers import McpServerEntry
 
 from . import channel
 
-__all__ = ["call_view", "calls_frame", "consent", "mcp_action", "open_calls", "server_views"]
+__all__ = [
+    "call_view",
+    "calls_frame",
+    "consent",
+    "mcp_action",
+    "notice_frame",
+    "open_calls",
+    "server_views",
+]
 
 log = logging.getLogger("lineup.host.mcp")
 
@@ -74,6 +82,20 @@ def calls_frame(runtime: Runtime, event: McpCallsChanged) -> bytes:
     return msgspec.json.encode(channel.CapabilitiesFrame(calls=views))
 
 
+def notice_frame(runtime: Runtime, event: McpServersChanged) -> bytes | None:
+    """What every tab is told when a server stops working (``None``: nothing to say)."""
+    if event.key is None or event.state not in ("failed", "restarting"):
+        return None
+    entry = runtime.mcp.entry(event.key)
+    notice = channel.McpNotice(
+        key=event.key,
+        name=_label(entry, event.key),
+        state="failed" if event.state == "failed" else "restarting",
+        reason=None if event.reason is None else event.reason[:300],
+    )
+    return msgspec.json.encode(notice)
+
+
 async def consent(runtime: Runtime, frame: channel.Consent) -> str:
     """The person's answer: ``accepted`` or the refusal's code."""
     try:
@@ -99,6 +121,7 @@ def server_views(runtime: Runtime, entries: list[McpServerEntry]) -> list[channe
             state=runtime.mcp.state_of(e.key) if e.enabled else "disabled",
             policy=e.policy,
             has_ui=e.has_ui,
+            reason=runtime.mcp.reason_of(e.key) if e.enabled else None,
             tools=[
                 channel.McpToolView(
                     name=t.name,

@@ -7,10 +7,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import uvicorn
-from lineup.runtime.mcp.config import ServerConfig
 
 from lineup.delivery.keys import PublicKey
 from lineup.runtime import Runtime
+from lineup.runtime.mcp.config import ServerConfig
 from lineup.serving import EmbeddedServer, uvicorn_config, wait_started
 from lineup.stopping import run_stoppable, within
 

@@ -61,7 +61,7 @@ import {
 } from "./consent.js";
 import { renderArtifactRow } from "./artifacts.js";
 import { initSettings, onGrants } from "./settings.js";
-import { initAppCentre, onAppCentre, onAppFallback, onAppsReceipt } from "./app_centre.js";
+import { initAppCentre, onAppCentre, onAppFallback, onAppsReceipt, onMcpNotice } from "./app_centre.js";
 import {
   initOverlay,
   overlayRow,
@@ -727,6 +727,9 @@ function onFrame(frame) {
       break;
     case "app_fallback":
       onAppFallback(frame);
+      break;
+    case "mcp_notice":
+      onMcpNotice(frame);
       break;
     case "history":
       onPage(frame);

@@ -384,6 +384,9 @@ function mcpRow(server) {
   meta.push(t("centre.mcp.tools", { count: server.tools.length }));
   if (server.has_ui) meta.push(t("centre.mcp.has_ui"));
   text.append(el("p", "apps-meta", meta.join(" \u00b7 ")));
+  if (server.reason && (state === "failed" || state === "restarting")) {
+    text.append(el("p", "apps-unavailable apps-mcp-reason", server.reason));
+  }
   if (server.tools.length) {
     const names = el("ul", "apps-chips");
     names.setAttribute("aria-label", t("centre.mcp.tool_list"));
@@ -550,6 +553,14 @@ export function onAppFallback(frame) {
     : t("centre.fallback.unavailable", { name: frame.name, why });
   const title = t(back ? "centre.fallback.rolled_back_title" : "centre.fallback.unavailable_title");
   showToast("warning apps-fallback", toastBody(text, title));
+}
+
+// A configured MCP server stopped working: tell the person, whether or not the App
+// centre is open (what it said on its way out is in the message).
+export function onMcpNotice(frame) {
+  const key = frame.state === "failed" ? "centre.mcp.notice.failed" : "centre.mcp.notice.restarting";
+  const title = t(key, { name: frame.name });
+  showToast("warning apps-mcp-notice", toastBody(frame.reason || t("centre.mcp.notice.no_reason"), title));
 }
 
 export function onAppsReceipt(frame) {

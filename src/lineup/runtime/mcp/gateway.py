@@ -60,7 +60,12 @@ MAX_RESULT_BYTES = 4 * 1024 * 1024
 @dataclass(frozen=True, slots=True)
 class McpServersChanged:
     """A server's state, tools or the person's decisions about it changed (the App
-    centre shows them again)."""
+    centre shows them again). ``key``, ``state`` and ``reason``: a running server's
+    connection moved (``reason``: why it failed or restarts, one line for the person)."""
+
+    key: str | None = None
+    state: str | None = None
+    reason: str | None = None
 
 
 class McpRefused(Exception):
@@ -165,7 +170,10 @@ class McpGateway:
         self._loop.call_soon_threadsafe(self._spawn_listing, key)
 
     def _spawn_listing(self, key: str) -> None:
-        self._notify(McpServersChanged())  # its state, at least, changed
+        connection = self._connections.get(key)
+        if connection is not None:  # its state, at least, changed
+            state = str(connection.state)
+            self._notify(McpServersChanged(key, state, connection.reason))
         self._spawn(self._record_listing(key), f"mcp-list-{key}")
 
     async def _record_listing(self, key: str) -> None:
@@ -197,7 +205,12 @@ class McpGateway:
     def state_of(self, key: str) -> str:
         """``stopped`` for a server that is not running, else its connection's state."""
         connection = self._connections.get(key)
-        return "stopped" if connection is None else connection.state
+        return "stopped" if connection is None else str(connection.state)
+
+    def reason_of(self, key: str) -> str | None:
+        """Why the server last failed (one line for the person), or ``None``."""
+        connection = self._connections.get(key)
+        return None if connection is None else connection.reason
 
     async def set_enabled(self, key: str, enabled: bool) -> McpServerEntry:
         """Disabling stops the server and ends its open calls (``cancelled(app_disabled)``);
