@@ -152,6 +152,7 @@ class Marks:
         """Wrap the few Runtime steps a call passes (benchmark instrumentation only:
         one clock read and one list append each)."""
         from lineup.client import Connection
+        from lineup.db.sqlite import SQLiteDatabase
         from lineup.runtime import Runtime
         from lineup.runtime.mcp.gateway import McpGateway
 
@@ -162,6 +163,12 @@ class Marks:
             Connection.send_envelope,
         )
         forward, check, end = McpGateway._forward, McpGateway._output_problem, McpGateway._end
+        submit = SQLiteDatabase.submit
+
+        def counted_submit(self: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
+            inner = getattr(fn, "func", fn)  # a functools.partial's function
+            mark("write", getattr(inner, "__name__", type(inner).__name__))
+            return submit(self, fn, *args, **kwargs)
 
         async def timed_frame(self: Any, frame: Any) -> None:
             raw = getattr(frame, "envelope", None)
@@ -198,6 +205,7 @@ class Marks:
         McpGateway._forward = timed_forward  # type: ignore[method-assign]
         McpGateway._output_problem = timed_check  # type: ignore[method-assign]
         McpGateway._end = timed_end  # type: ignore[method-assign]
+        SQLiteDatabase.submit = counted_submit  # type: ignore[method-assign]
 
 
 async def runtime_child(
@@ -427,7 +435,10 @@ def breakdown(
     Runtime child's marks and the agent's own send and return times (``clocks``)."""
     points: dict[str, dict[str, float]] = {}
     envelope_of: dict[str, str] = {}  # result envelope id -> call id
+    writes = sorted((at, detail) for point, at, detail in marks if point == "write")
     for point, at, detail in marks:
+        if point == "write":
+            continue
         tag = detail
         if point in ("frame", "outbox"):
             try:
@@ -440,7 +451,8 @@ def breakdown(
             tag = envelope_of.get(detail, "")
         points.setdefault(tag, {}).setdefault(point, at)  # the first of each
     out: dict[str, dict[str, list[float]]] = {}
-    for tag, (sent, returned) in clocks.items():
+    ordered = sorted(clocks.items(), key=lambda item: item[1][0])
+    for n, (tag, (sent, returned)) in enumerate(ordered):
         path = tag.split("-")[1] if tag.startswith("m-") else ""
         if path not in STRETCHES:
             continue
@@ -454,6 +466,13 @@ def breakdown(
             into.setdefault("(result out -> AppServer ack at the Runtime)", []).append(
                 (seen["acked"] - seen["outbox"]) * 1000
             )
+        # The Runtime's write transactions from this call's send to the next call's.
+        until = ordered[n + 1][1][0] if n + 1 < len(ordered) else float("inf")
+        mine = [name for at, name in writes if sent <= at < until]
+        into.setdefault("#writes", []).append(float(len(mine)))
+        names = out.setdefault(f"#names:{path}", {})
+        for name in mine:
+            names.setdefault(name, []).append(1.0)
     return out
 
 
@@ -512,14 +531,19 @@ def report(result: dict[str, Any], info: dict[str, Any]) -> bool:
     print(f"  our layer over the plain SDK, p50:                 {layer:6.2f} ms")
     print(f"  LineUp + MCP over LineUp alone, p50:               {beyond:6.2f} ms")
     for path, title in (("lineup_mcp", "LineUp + MCP"), ("lineup_refused", "LineUp alone")):
-        stretches = result["breakdown"].get(path)
+        stretches = dict(result["breakdown"].get(path) or {})
         if not stretches:
             continue
+        writes = stretches.pop("#writes", [])
         print(f"\n  where a {title} call's time goes (ms, one clock for every process):")
         print(f"    {'':56} {'p50':>6} {'mean':>6}")
         for name, values in stretches.items():
             s = summary(values)
             print(f"    {name:56} {s['p50']:6.2f} {s['mean']:6.2f}")
+        names = result["breakdown"].get(f"#names:{path}") or {}
+        calls = len(writes) or 1
+        each = ", ".join(f"{name} {len(v) / calls:.1f}" for name, v in names.items())
+        print(f"    Runtime write transactions per call: {summary(writes)['mean']:.1f} ({each})")
     met = added <= GOAL_ADDED_P50_MS
     print(
         f"\n  goal: LineUp adds <= {GOAL_ADDED_P50_MS:.0f} ms p50 with every hop durable:"
