@@ -26,16 +26,23 @@ so that the machine's drift falls on all of them alike:
    without a browser, so this one is measured in the same run.
 
 The goal: LineUp adds <= 5 ms p50 with every hop durable, where "added" is
-(1) - (2). ``--breakdown`` (on by default) has the Runtime child note, on the
-shared monotonic clock, when each call was stored, forwarded, answered, stored
-again and acknowledged by the AppServer, and prints the median of each stretch.
+(1) - (2). Unless ``--no-breakdown``, the Runtime child wraps a few of its own steps
+(``Marks``: one clock read each) and notes, on the monotonic clock all processes
+share, when each call's frame arrived, was forwarded, answered, checked and queued
+as a result, and when the AppServer acknowledged it; with the agent's own send and
+return times that splits each LineUp call into consecutive stretches (medians
+printed), and it counts the Runtime's write transactions per call, by name.
+``--gap-ms`` paces the calls (a pause before each); back to back is the default,
+since a pause lets every process fall idle and every path, the plain SDK's too,
+then pays the wake-ups.
 
 TODO (issue 24, second figure): "tool call -> the view's first paint with its
 result" is not measured yet. It needs MCP Apps views mounted in the shell
 (the view bridge exists standalone, it is not integrated into the shell's surfaces
 yet); no figure is printed for it until it can be measured for real.
 
-    .venv/bin/python benchmarks/mcp.py [--calls 500] [--warmup 50] [--rounds 10] [--json F]
+    .venv/bin/python benchmarks/mcp.py [--calls 500] [--warmup 50] [--rounds 10]
+        [--gap-ms 0] [--no-breakdown] [--json F] [--keep]
 
 Exit status: 0 when every call completed with the expected answer, 2 when the run
 could not complete. Missing the goal is reported, not an error.
