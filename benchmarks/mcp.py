@@ -287,6 +287,11 @@ async def measure(
     return samples
 
 
+async def stopped(agent: Any, task: asyncio.Task[None]) -> None:
+    await agent.stop()
+    await asyncio.wait_for(task, TIMEOUT_S)
+
+
 async def bench(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -326,90 +331,92 @@ async def bench(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         with process(child_cmd, work / "runtime.log", env=env) as child:
             wait_for_line(work / "runtime.log", "RUNTIME READY", child, "the Runtime")
             step("the Runtime is up, its MCP server allowed")
-            agent = Agent(server_url, key, cursor_store=MemoryCursorStore())
-            opened: asyncio.Future[Conversation] = asyncio.get_running_loop().create_future()
-            inventory = asyncio.Event()
+            async with contextlib.AsyncExitStack() as stack:
+                agent = Agent(server_url, key, cursor_store=MemoryCursorStore())
+                opened: asyncio.Future[Conversation] = asyncio.get_running_loop().create_future()
+                inventory = asyncio.Event()
 
-            @agent.on_conversation
-            async def first(conversation: Conversation) -> None:
-                if not opened.done():
-                    opened.set_result(conversation)
+                @agent.on_conversation
+                async def first(conversation: Conversation) -> None:
+                    if not opened.done():
+                        opened.set_result(conversation)
 
-            @agent.on_event("lineup.v1.client.inventory", concurrent=True)
-            async def heard(conversation: Conversation, envelope: Any) -> None:
-                inventory.set()
+                @agent.on_event("lineup.v1.client.inventory", concurrent=True)
+                async def heard(conversation: Conversation, envelope: Any) -> None:
+                    inventory.set()
 
-            agent_task = asyncio.create_task(agent.run())
-            conversation = await asyncio.wait_for(opened, TIMEOUT_S)
-            async with asyncio.timeout(TIMEOUT_S):  # the tool comes once the server is ready
-                while True:
-                    inventory.clear()
-                    if any(t.id == ECHO for t in (await conversation.latest_inventory()).tools):
-                        break
-                    await inventory.wait()
-            step("the agent sees the MCP tool")
+                agent_task = asyncio.create_task(agent.run())
+                stack.push_async_callback(stopped, agent, agent_task)
+                conversation = await asyncio.wait_for(opened, TIMEOUT_S)
+                async with asyncio.timeout(TIMEOUT_S):  # the tool comes once the server is ready
+                    while True:
+                        inventory.clear()
+                        if any(t.id == ECHO for t in (await conversation.latest_inventory()).tools):
+                            break
+                        await inventory.wait()
+                step("the agent sees the MCP tool")
 
-            async def lineup_mcp(tag: str) -> None:
-                result = await conversation.call_tool(ECHO, {"message": tag}, call_id=tag)
-                expect_echo(result, tag)
+                async def lineup_mcp(tag: str) -> None:
+                    result = await conversation.call_tool(ECHO, {"message": tag}, call_id=tag)
+                    expect_echo(result, tag)
 
-            async def lineup_refused(tag: str) -> None:
-                try:
-                    await conversation.call_tool(ECHO, {"nope": tag}, call_id=tag)
-                except ToolCallError:
-                    return
-                raise RuntimeError("a call without its required argument was not refused")
+                async def lineup_refused(tag: str) -> None:
+                    try:
+                        await conversation.call_tool(ECHO, {"nope": tag}, call_id=tag)
+                    except ToolCallError:
+                        return
+                    raise RuntimeError("a call without its required argument was not refused")
 
-            direct = McpServer(
-                ServerConfig(
-                    name=SERVER,
-                    key=SERVER,
-                    transport="stdio",
-                    command=command,
-                    args=tuple(command_args),
+                direct = McpServer(
+                    ServerConfig(
+                        name=SERVER,
+                        key=SERVER,
+                        transport="stdio",
+                        command=command,
+                        args=tuple(command_args),
+                    )
                 )
-            )
-            await direct.start()
-            if await direct.wait_for(McpState.READY, McpState.FAILED, timeout_s=TIMEOUT_S) is not (
-                McpState.READY
-            ):
-                raise RuntimeError(f"the direct MCP server failed: {direct.reason}")
+                stack.push_async_callback(direct.stop)
+                await direct.start()
+                if await direct.wait_for(
+                    McpState.READY, McpState.FAILED, timeout_s=TIMEOUT_S
+                ) is not (McpState.READY):
+                    raise RuntimeError(f"the direct MCP server failed: {direct.reason}")
 
-            async def connection_layer(tag: str) -> None:
-                result = await direct.call_tool("echo", {"message": tag}, timeout_s=TIMEOUT_S)
-                expect_echo(result.content, tag)
+                async def connection_layer(tag: str) -> None:
+                    result = await direct.call_tool("echo", {"message": tag}, timeout_s=TIMEOUT_S)
+                    expect_echo(result.content, tag)
 
-            params = StdioServerParameters(command=command, args=command_args)
-            with (work / "sdk-server.stderr").open("w") as errlog:
-                async with (
-                    stdio_client(params, errlog=errlog) as (read, write),
-                    ClientSession(read, write) as session,
-                ):
-                    await session.initialize()
+                params = StdioServerParameters(command=command, args=command_args)
+                with (work / "sdk-server.stderr").open("w") as errlog:
+                    async with (
+                        stdio_client(params, errlog=errlog) as (read, write),
+                        ClientSession(read, write) as session,
+                    ):
+                        await session.initialize()
 
-                    async def plain_sdk(tag: str) -> None:
-                        result = await session.call_tool("echo", {"message": tag})
-                        expect_echo(result.content, tag)
+                        async def plain_sdk(tag: str) -> None:
+                            result = await session.call_tool("echo", {"message": tag})
+                            expect_echo(result.content, tag)
 
-                    paths: dict[str, Call] = {
-                        "lineup_mcp": lineup_mcp,
-                        "connection_layer": connection_layer,
-                        "plain_sdk": plain_sdk,
-                        "lineup_refused": lineup_refused,
-                    }
-                    step(f"warm-up: {args.warmup} calls of each")
-                    for name, call in paths.items():
-                        await measure(call, [f"w-{name}-{n}" for n in range(args.warmup)], {})
-                    step(f"measuring: {args.calls} calls of each, in {args.rounds} rounds")
-                    per_round = max(1, args.calls // args.rounds)
-                    samples = {name: [] for name in paths}
-                    for r in range(args.rounds):
+                        paths: dict[str, Call] = {
+                            "lineup_mcp": lineup_mcp,
+                            "connection_layer": connection_layer,
+                            "plain_sdk": plain_sdk,
+                            "lineup_refused": lineup_refused,
+                        }
+                        step(f"warm-up: {args.warmup} calls of each")
                         for name, call in paths.items():
-                            tags = [f"m-{name}-{r}-{n}" for n in range(per_round)]
-                            samples[name] += await measure(call, tags, clocks, args.gap_ms / 1000)
-            await direct.stop()
-            await agent.stop()
-            await asyncio.wait_for(agent_task, TIMEOUT_S)
+                            await measure(call, [f"w-{name}-{n}" for n in range(args.warmup)], {})
+                        step(f"measuring: {args.calls} calls of each, in {args.rounds} rounds")
+                        per_round = max(1, args.calls // args.rounds)
+                        samples = {name: [] for name in paths}
+                        for r in range(args.rounds):
+                            for name, call in paths.items():
+                                tags = [f"m-{name}-{r}-{n}" for n in range(per_round)]
+                                samples[name] += await measure(
+                                    call, tags, clocks, args.gap_ms / 1000
+                                )
     marks = json.loads(marks_path.read_text(encoding="utf-8")) if marks_path else []
     return {"samples": samples, "breakdown": breakdown(marks, clocks)}
 
