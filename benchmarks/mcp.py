@@ -429,7 +429,7 @@ STRETCHES = {
         ("agent send -> AppServer -> the Runtime reads the frame", "sent", "frame"),
         ("Runtime: receive + route transaction (the call row)", "frame", "forward"),
         ("MCP: the call on the connection (server-everything)", "forward", "answered"),
-        ("Runtime: output schema check (a store read)", "answered", "checked"),
+        ("Runtime: output schema check", "answered", "checked"),
         ("Runtime: result transaction (outbox row)", "checked", "outbox"),
         ("result out -> AppServer -> the agent's await returns", "outbox", "returned"),
     ],

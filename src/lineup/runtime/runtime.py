@@ -10,7 +10,6 @@ restarts. Hosts watch it through events; they never touch the transport or store
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import uuid
@@ -377,25 +376,40 @@ class Runtime:
 
     async def _expiry_loop(self) -> None:
         """Fire each pending interaction's expiry at its stored ``expires_at``, also
-        for interactions created before a restart."""
+        for interactions created before a restart (and the calls' deadlines likewise).
+
+        The due passes are writes, and the store has one writer: they run at start, at
+        each deadline and at least every ``MAX_EXPIRY_WAIT_S``, but a wake-up for a new
+        deadline (every call stores one) runs them only when something is due by then,
+        so a busy Runtime's calls do not queue behind four empty passes each."""
+        scheduled = False  # woken for a new deadline, not by the clock
         while True:
             self._expiry_changed.clear()
-            await self.expire_due()
-            await self.tools.due()  # ordinary tool calls past their timeout_ms
-            await self.capabilities.due()
-            await self.mcp.due()
-            due_at = [
-                await self.store.next_expiry(),
-                await self.tools.next_deadline(),
-                await self.capabilities.next_deadline(),
-                await self.mcp.next_deadline(),
-            ]
+            due_at = await self._deadlines()
+            now = self._clock()
+            if not scheduled or any(at is not None and at <= now for at in due_at):
+                await self.expire_due()
+                await self.tools.due()  # ordinary tool calls past their timeout_ms
+                await self.capabilities.due()
+                await self.mcp.due()
+                due_at = await self._deadlines()
             delay = MAX_EXPIRY_WAIT_S
             for next_at in due_at:
                 if next_at is not None:
                     delay = min(delay, max(0.0, (next_at - self._clock()).total_seconds()))
-            with contextlib.suppress(TimeoutError):
+            try:
                 await asyncio.wait_for(self._expiry_changed.wait(), delay)
+                scheduled = True
+            except TimeoutError:
+                scheduled = False
+
+    async def _deadlines(self) -> list[datetime | None]:
+        return [
+            await self.store.next_expiry(),
+            await self.tools.next_deadline(),
+            await self.capabilities.next_deadline(),
+            await self.mcp.next_deadline(),
+        ]
 
     async def _conversation_known(self, conversation_id: str, agent_id: str, title: str) -> None:
         """Keep a conversation and advertise the current inventory to it (with its
