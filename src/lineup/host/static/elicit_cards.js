@@ -273,6 +273,7 @@ function renderField(field, id, values, touched, busy) {
   };
   let focusTarget;
   let composing = null;
+  let heading; // what the description follows: the label, or the group's legend
   const controls = [];
 
   if (field.kind === "boolean") {
@@ -288,6 +289,7 @@ function renderField(field, id, values, touched, busy) {
     labelText(text);
     label.append(box, text);
     row.append(label);
+    heading = label;
     controls.push(box);
     focusTarget = box;
   } else if (field.kind === "enum" || field.kind === "multi") {
@@ -313,6 +315,7 @@ function renderField(field, id, values, touched, busy) {
         values[field.name] = select.value;
       });
       row.append(label, select);
+      heading = label;
       controls.push(select);
       focusTarget = select;
     } else {
@@ -320,6 +323,7 @@ function renderField(field, id, values, touched, busy) {
       const legend = el("legend", "field-label");
       labelText(legend);
       group.append(legend);
+      heading = legend;
       if (!multiple) group.setAttribute("role", "radiogroup");
       if (field.required) group.setAttribute("aria-required", "true");
       for (const [n, option] of options.entries()) {
@@ -382,6 +386,7 @@ function renderField(field, id, values, touched, busy) {
     });
     composing = watchComposition(input);
     row.append(label, input);
+    heading = label;
     controls.push(input);
     focusTarget = input;
   }
@@ -395,7 +400,7 @@ function renderField(field, id, values, touched, busy) {
       if (field.required) control.setAttribute("aria-required", "true");
     }
   }
-  if (description) row.append(description);
+  if (description) heading.after(description); // read before the control is reached
   row.append(error);
   const check = () => {
     const problem = problemOf(field, values[field.name]);
