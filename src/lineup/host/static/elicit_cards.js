@@ -238,12 +238,6 @@ function renderForm(item, base, status) {
     }
     submit(item, "accept");
   });
-  form.addEventListener("keydown", (event) => {
-    if (event.key === "Escape" && !busy) {
-      event.preventDefault();
-      submit(item, "cancel");
-    }
-  });
   return form;
 }
 

@@ -150,7 +150,11 @@ class Elicitor:
             task.add_done_callback(self._tasks.discard)
 
     async def _end_for_calls(self, keys: list[tuple[str, str]]) -> None:
-        with contextlib.suppress(Exception):  # the store closing: recover() ends them
-            self._wake(
-                await self._store.db.write(elicitation_store.end_for_calls, keys, self._now())
+        try:
+            outcomes = await self._store.db.write(
+                elicitation_store.end_for_calls, keys, self._now()
             )
+        except Exception as exc:  # the store closing: the next start's recover() ends them
+            log.warning("mcp elicitations not ended", extra={"error": type(exc).__name__})
+            return
+        self._wake(outcomes)
