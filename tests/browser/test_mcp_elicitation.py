@@ -26,6 +26,7 @@ from tests.conftest import Pair
 from tests.runtime.mcp.conftest import stdio_config
 from tests.runtime.mcp.test_gateway import Inventories, text_of
 from tests.support.appserver import AppServerProcess
+from tests.support.axe import describe, serious_violations
 from tests.support.browser import PageWatch, new_watched_page
 from tests.support.browser_interactions import chat_id, log_in
 from tests.support.npm import EVERYTHING, NpmUnavailable, npm_package
@@ -136,6 +137,10 @@ async def test_the_form_card_shows_the_servers_fields_and_cancel_answers_cancel(
             re.compile("(10|9) ?分钟后过期" if zh else r"Expires in (10|9) minutes")
         )
         await screenshot("pending")
+        for scheme in ("light", "dark"):  # axe-core: no serious or critical violation
+            await page.emulate_media(color_scheme=scheme)
+            assert describe(await serious_violations(page)) == "", scheme
+        await page.emulate_media(color_scheme="light")
         await card.get_by_role("button", name="取消" if zh else "Cancel").click()
         result = await asyncio.wait_for(call, WAIT)
         assert "User cancelled the elicitation dialog" in text_of(result)
@@ -221,6 +226,7 @@ async def test_the_person_fills_in_the_form_and_the_agent_gets_what_was_accepted
         await expect(answer).to_contain_text("Ada Lovelace")
         await expect(answer).to_contain_text("Salmon")
         await screenshot("accepted")
+        assert describe(await serious_violations(page)) == ""
 
         # The second tab, which never heard, answers too: refused, the first answer stands.
         stale = form_card(late)
