@@ -22,6 +22,7 @@ from lineup.agent import Agent, Conversation, MemoryCursorStore
 from lineup.client import Backoff
 from lineup.runtime.mcp import ServerConfig
 from tests.browser.conftest import Screenshot
+from tests.browser.test_ime import Sent, commit, compose, composition, ime_enter, synthetic_enter
 from tests.conftest import Pair
 from tests.runtime.mcp.conftest import stdio_config
 from tests.runtime.mcp.test_gateway import Inventories, text_of
@@ -161,6 +162,7 @@ async def test_the_person_fills_in_the_form_and_the_agent_gets_what_was_accepted
     screenshot: Screenshot,
 ) -> None:
     async with lineup(appserver, pair, tmp_path / "rt", everything) as (client, conversation):
+        sent = Sent(page)
         await log_in(page, client)
         # A second tab whose updates are held back: it still shows the form pending
         # when the first tab's answer has already counted.
@@ -197,6 +199,19 @@ async def test_the_person_fills_in_the_form_and_the_agent_gets_what_was_accepted
         await expect(name).to_be_focused()
         await expect(name).to_have_attribute("aria-invalid", "true")
         await expect(field(card, "name").locator(".field-error")).to_have_text("Required.")
+        # Chinese input: the IME's Enter picks its text and never sends the form.
+        await name.focus()
+        cdp = await page.context.new_cdp_session(page)
+        await compose(cdp, "ada")
+        await ime_enter(cdp)
+        await commit(cdp, "阿达")
+        await composition(name, "compositionstart")
+        await page.keyboard.press("Enter")
+        await composition(name, "compositionend", "阿达")
+        assert not await synthetic_enter(name, keyCode=229)  # its default is prevented
+        await expect(name).to_have_value("阿达")
+        await expect(card).to_have_attribute("data-elicitation-state", "pending")
+        assert sent.ops("elicit") == []
         await name.fill("Ada Lovelace")
         email = card.get_by_label("String with email format")
         await email.fill("not an email")
@@ -213,6 +228,7 @@ async def test_the_person_fills_in_the_form_and_the_agent_gets_what_was_accepted
         await name.press("Enter")  # Enter in a field sends the form
 
         result = await asyncio.wait_for(call, WAIT)
+        assert [f["action"] for f in sent.ops("elicit")] == ["accept"]  # sent once
         text = text_of(result)
         assert "User provided the requested information" in text
         assert "- Name: Ada Lovelace" in text and "- Email: ada@example.com" in text

@@ -379,6 +379,11 @@ function renderField(field, id, values, touched, busy) {
       values[field.name] = input.value;
     });
     composing = watchComposition(input);
+    input.addEventListener("keydown", (event) => {
+      // The IME's Enter (isComposing, keyCode 229, or within a composition) picks its
+      // text: it must not submit the form, so its default (implicit submission) goes.
+      if (event.key === "Enter" && composing(event)) event.preventDefault();
+    });
     row.append(label, input);
     heading = label;
     controls.push(input);
