@@ -61,7 +61,10 @@ from .events import (
 from .host_sessions import HostSessions
 from .interaction_store import Outcome
 from .mcp.config import ServerConfig
+from .mcp.elicitation_store import ElicitationRecord
+from .mcp.elicitor import Elicitor
 from .mcp.gateway import McpGateway
+from .mcp.results import ElicitAnswer
 from .receive import DEFAULT_SCOPE, INVENTORY, classify
 from .records import (
     ConversationInfo,
@@ -172,11 +175,13 @@ class Runtime:
         )
         """Signed delivery: trusted keys, the catalog, install, update, revoke, remove."""
         self._mcp_servers = tuple(mcp_servers)
+        self.elicitor = Elicitor(self.store, clock=self._clock)
+        """MCP servers' forms (``elicitation/create``): shown as cards, answered once."""
         connect = listing = None
         if self._mcp_servers:  # the MCP SDK is imported only by a Runtime that runs servers
             from .mcp import connect as mcp_connect
 
-            connect, listing = mcp_connect.connect(), mcp_connect.listing
+            connect, listing = mcp_connect.connect(elicit=self.elicit), mcp_connect.listing
         self.mcp = McpGateway(
             self.store, clock=self._clock, connect=connect, listing=listing, notify=self._emit
         )
@@ -199,6 +204,7 @@ class Runtime:
             self.logged_in.set()
         await self.capabilities.recover()  # calls a stop caught approved never run again
         await self.mcp.recover()  # MCP calls a stop caught executing never run again
+        await self.elicitor.recover()  # and the servers' forms they had open end cancelled
         await self.registry.load()  # the stored inventory (bumped if the content changed)
         await self.delivery.open()  # what a crash left in the verified cache goes
         if self.dev_surfaces is not None:  # one line each for what DIR holds that is refused
@@ -246,6 +252,7 @@ class Runtime:
 
     def _emit(self, event: RuntimeEvent) -> None:
         self.mcp.on_event(event)  # forwards and cancels what the MCP calls' rules decided
+        self.elicitor.on_event(event)  # a call that ended takes its open forms with it
         if isinstance(event, InventoryChanged):
             self._accept_scopes(event.inventory)
             return  # internal: hosts are not told
@@ -329,6 +336,34 @@ class Runtime:
             raise InteractionRefused(code, outcome.interaction)
         return outcome.interaction
 
+    # --- MCP servers' forms ---------------------------------------------------------------
+
+    async def elicit(
+        self, server_key: str, message: str, requested_schema: dict[str, Any]
+    ) -> ElicitAnswer:
+        """An MCP server asks the person to fill in a form (``elicitation/create``,
+        form mode; ``connection.Elicit``). It is shown in the conversation of the call
+        the server is running (its most recently forwarded call still executing) and
+        answered once: by the person (accept, decline, cancel), or ``cancel`` when it
+        expires (10 minutes, never past the call's deadline), when that call ends, or
+        when the server withdraws it. With no such call, or a schema MCP does not
+        allow, it is declined at once and nothing is shown."""
+        return await self.elicitor.elicit(server_key, message, requested_schema)
+
+    async def answer_elicitation(
+        self,
+        elicitation_id: str,
+        conversation_id: str,
+        action: str,
+        content: dict[str, Any] | None = None,
+    ) -> ElicitationRecord:
+        """The person's ``accept`` (with ``content``, checked against the server's
+        schema), ``decline`` or ``cancel`` of a form. Only the first counts: anything
+        else raises ``mcp.elicitor.ElicitationRefused`` (``elicitation_not_found``,
+        ``elicitation_answer_invalid``, ``call_already_final``, ``interaction_expired``)
+        and changes nothing."""
+        return await self.elicitor.answer(elicitation_id, conversation_id, action, content)
+
     async def expire_due(self) -> int:
         """Expire every pending interaction whose ``expires_at`` has passed."""
         outcomes = await self.store.expire_due()
@@ -392,6 +427,7 @@ class Runtime:
                 await self.tools.due()  # ordinary tool calls past their timeout_ms
                 await self.capabilities.due()
                 await self.mcp.due()
+                await self.elicitor.due()  # MCP servers' forms (their waiters expire them too)
                 due_at = await self._deadlines()
             delay = MAX_EXPIRY_WAIT_S
             for next_at in due_at:
@@ -409,6 +445,7 @@ class Runtime:
             await self.tools.next_deadline(),
             await self.capabilities.next_deadline(),
             await self.mcp.next_deadline(),
+            await self.elicitor.next_deadline(),
         ]
 
     async def _conversation_known(self, conversation_id: str, agent_id: str, title: str) -> None:
