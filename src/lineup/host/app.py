@@ -43,6 +43,7 @@ from lineup.runtime.apps.focus import EndAppSession, InstanceOpened
 from lineup.runtime.events import AppsChanged, LocaleChosen
 from lineup.runtime.host_sessions import SESSION_TTL
 from lineup.runtime.mcp.call_store import McpCallsChanged
+from lineup.runtime.mcp.elicitor import ElicitationRefused
 from lineup.runtime.mcp.gateway import McpServersChanged
 
 from . import channel, mcp
@@ -485,6 +486,8 @@ class WebHost:
             return _encode(
                 channel.AnswerReceipt(interaction_id=frame.interaction_id, outcome="accepted")
             )
+        if isinstance(frame, channel.Elicit):
+            return _encode(await self._elicit(frame))
         if isinstance(frame, channel.Draft):
             if not runtime.set_draft(frame.interaction_id, frame.text):
                 return _encode(channel.ChannelError(ErrorCode.TOO_LARGE, "too many drafts"))
@@ -495,6 +498,17 @@ class WebHost:
             return b""
         assert isinstance(frame, channel.History)  # capability, app centre frames: their tabs
         return _encode(await self._history(frame))
+
+    async def _elicit(self, frame: channel.Elicit) -> channel.ElicitReceipt:
+        """The person answered an MCP server's form: the Runtime decides; the tab hears
+        the code only (the shell says it in the person's language)."""
+        try:
+            await self.runtime.answer_elicitation(
+                frame.elicitation_id, frame.conversation_id, frame.action, frame.content
+            )
+        except ElicitationRefused as refused:
+            return channel.ElicitReceipt(elicitation_id=frame.elicitation_id, outcome=refused.code)
+        return channel.ElicitReceipt(elicitation_id=frame.elicitation_id, outcome="accepted")
 
     async def _history(self, frame: channel.History) -> channel.HistoryPage | channel.ChannelError:
         if frame.before is not None and frame.after is not None:

@@ -79,6 +79,17 @@ class Answer(_In, frozen=True, tag="answer"):
     answer: dict[str, Any]
 
 
+class Elicit(_In, frozen=True, tag="elicit"):
+    """The person's answer to an MCP server's form (its card): ``accept`` with the
+    ``content`` filled in, ``decline`` or ``cancel`` (no content). The Runtime checks
+    the content against the server's schema and answers with an ``ElicitReceipt``."""
+
+    conversation_id: Id
+    elicitation_id: Id
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None = None
+
+
 class Draft(_In, frozen=True, tag="draft"):
     """Unsent text of an ``input`` interaction, kept in Runtime memory only."""
 
@@ -271,6 +282,7 @@ ShellFrame = (
     | History
     | Seen
     | Answer
+    | Elicit
     | Draft
     | AppRequest
     | MountRequest
@@ -294,7 +306,15 @@ ShellFrame = (
 
 
 ItemKind = Literal[
-    "message", "status", "progress", "error", "interaction", "surface", "artifact", "unsupported"
+    "message",
+    "status",
+    "progress",
+    "error",
+    "interaction",
+    "elicitation",
+    "surface",
+    "artifact",
+    "unsupported",
 ]
 """What a timeline row is, as the shell shows it."""
 
@@ -494,6 +514,18 @@ class AnswerReceipt(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", t
     interaction_id: str
     outcome: str
     message: str = ""
+
+
+class ElicitReceipt(
+    msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="elicit_receipt"
+):
+    """To the tab that answered a form: ``accepted`` (the answer counted, whichever
+    action it was), or the code saying why not (``call_already_final``: another tab
+    answered first; ``interaction_expired``, ``elicitation_not_found``,
+    ``elicitation_answer_invalid``)."""
+
+    elicitation_id: str
+    outcome: str
 
 
 class AppsChangedFrame(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", tag="apps"):

@@ -35,6 +35,7 @@ from lineup.runtime.apps.focus import Instances
 from lineup.runtime.apps.lifecycle import LIVE
 from lineup.runtime.apps.sessions_view import AppSessionGroup
 from lineup.runtime.markdown import render_markdown, render_plain
+from lineup.runtime.mcp.elicitation_store import ELICITATION_ROW, decode_row
 from lineup.runtime.records import ARTIFACT_ROW, InteractionRecord, TimelineItem
 
 from .channel import (
@@ -163,6 +164,21 @@ def item_view(item: TimelineItem, *, unread: bool = False) -> ItemView | None:
             state=item.state,
             created_at=item.created_at,
             data=shown,
+        )
+    if item.type == ELICITATION_ROW:
+        form = decode_row(item.body)
+        if form is None:
+            return None  # a body that does not decode: never written
+        return ItemView(
+            key=item.id,
+            conversation_id=item.conversation_id,
+            envelope_id=item.envelope_id,
+            seq=item.seq,
+            kind="elicitation",
+            sender="runtime",
+            state=item.state,
+            created_at=item.created_at,
+            data=msgspec.to_builtins(form),
         )
     envelope = decode(item.body)
     if isinstance(envelope, HIDDEN):

@@ -105,6 +105,8 @@ class ErrorCode(StrEnum):
     MCP_PROTOCOL_ERROR = "mcp_protocol_error"
     MCP_TOOL_UNKNOWN = "mcp_tool_unknown"
     MCP_POLICY_INVALID = "mcp_policy_invalid"
+    ELICITATION_NOT_FOUND = "elicitation_not_found"
+    ELICITATION_ANSWER_INVALID = "elicitation_answer_invalid"
     CALL_DISMISSED = "call_dismissed"
 
     # AppServer requests.

@@ -10,7 +10,6 @@ restarts. Hosts watch it through events; they never touch the transport or store
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import uuid
@@ -62,7 +61,10 @@ from .events import (
 from .host_sessions import HostSessions
 from .interaction_store import Outcome
 from .mcp.config import ServerConfig
+from .mcp.elicitation_store import ElicitationRecord
+from .mcp.elicitor import Elicitor
 from .mcp.gateway import McpGateway
+from .mcp.results import ElicitAnswer
 from .receive import DEFAULT_SCOPE, INVENTORY, classify
 from .records import (
     ConversationInfo,
@@ -173,11 +175,13 @@ class Runtime:
         )
         """Signed delivery: trusted keys, the catalog, install, update, revoke, remove."""
         self._mcp_servers = tuple(mcp_servers)
+        self.elicitor = Elicitor(self.store, clock=self._clock)
+        """MCP servers' forms (``elicitation/create``): shown as cards, answered once."""
         connect = listing = None
         if self._mcp_servers:  # the MCP SDK is imported only by a Runtime that runs servers
             from .mcp import connect as mcp_connect
 
-            connect, listing = mcp_connect.connect(), mcp_connect.listing
+            connect, listing = mcp_connect.connect(elicit=self.elicit), mcp_connect.listing
         self.mcp = McpGateway(
             self.store, clock=self._clock, connect=connect, listing=listing, notify=self._emit
         )
@@ -200,6 +204,7 @@ class Runtime:
             self.logged_in.set()
         await self.capabilities.recover()  # calls a stop caught approved never run again
         await self.mcp.recover()  # MCP calls a stop caught executing never run again
+        await self.elicitor.recover()  # and the servers' forms they had open end cancelled
         await self.registry.load()  # the stored inventory (bumped if the content changed)
         await self.delivery.open()  # what a crash left in the verified cache goes
         if self.dev_surfaces is not None:  # one line each for what DIR holds that is refused
@@ -247,6 +252,7 @@ class Runtime:
 
     def _emit(self, event: RuntimeEvent) -> None:
         self.mcp.on_event(event)  # forwards and cancels what the MCP calls' rules decided
+        self.elicitor.on_event(event)  # a call that ended takes its open forms with it
         if isinstance(event, InventoryChanged):
             self._accept_scopes(event.inventory)
             return  # internal: hosts are not told
@@ -330,6 +336,34 @@ class Runtime:
             raise InteractionRefused(code, outcome.interaction)
         return outcome.interaction
 
+    # --- MCP servers' forms ---------------------------------------------------------------
+
+    async def elicit(
+        self, server_key: str, message: str, requested_schema: dict[str, Any]
+    ) -> ElicitAnswer:
+        """An MCP server asks the person to fill in a form (``elicitation/create``,
+        form mode; ``connection.Elicit``). It is shown in the conversation of the call
+        the server is running (its most recently forwarded call still executing) and
+        answered once: by the person (accept, decline, cancel), or ``cancel`` when it
+        expires (10 minutes, never past the call's deadline), when that call ends, or
+        when the server withdraws it. With no such call, or a schema MCP does not
+        allow, it is declined at once and nothing is shown."""
+        return await self.elicitor.elicit(server_key, message, requested_schema)
+
+    async def answer_elicitation(
+        self,
+        elicitation_id: str,
+        conversation_id: str,
+        action: str,
+        content: dict[str, Any] | None = None,
+    ) -> ElicitationRecord:
+        """The person's ``accept`` (with ``content``, checked against the server's
+        schema), ``decline`` or ``cancel`` of a form. Only the first counts: anything
+        else raises ``mcp.elicitor.ElicitationRefused`` (``elicitation_not_found``,
+        ``elicitation_answer_invalid``, ``call_already_final``, ``interaction_expired``)
+        and changes nothing."""
+        return await self.elicitor.answer(elicitation_id, conversation_id, action, content)
+
     async def expire_due(self) -> int:
         """Expire every pending interaction whose ``expires_at`` has passed."""
         outcomes = await self.store.expire_due()
@@ -377,25 +411,42 @@ class Runtime:
 
     async def _expiry_loop(self) -> None:
         """Fire each pending interaction's expiry at its stored ``expires_at``, also
-        for interactions created before a restart."""
+        for interactions created before a restart (and the calls' deadlines likewise).
+
+        The due passes are writes, and the store has one writer: they run at start, at
+        each deadline and at least every ``MAX_EXPIRY_WAIT_S``, but a wake-up for a new
+        deadline (every call stores one) runs them only when something is due by then,
+        so a busy Runtime's calls do not queue behind four empty passes each."""
+        scheduled = False  # woken for a new deadline, not by the clock
         while True:
             self._expiry_changed.clear()
-            await self.expire_due()
-            await self.tools.due()  # ordinary tool calls past their timeout_ms
-            await self.capabilities.due()
-            await self.mcp.due()
-            due_at = [
-                await self.store.next_expiry(),
-                await self.tools.next_deadline(),
-                await self.capabilities.next_deadline(),
-                await self.mcp.next_deadline(),
-            ]
+            due_at = await self._deadlines()
+            now = self._clock()
+            if not scheduled or any(at is not None and at <= now for at in due_at):
+                await self.expire_due()
+                await self.tools.due()  # ordinary tool calls past their timeout_ms
+                await self.capabilities.due()
+                await self.mcp.due()
+                await self.elicitor.due()  # MCP servers' forms (their waiters expire them too)
+                due_at = await self._deadlines()
             delay = MAX_EXPIRY_WAIT_S
             for next_at in due_at:
                 if next_at is not None:
                     delay = min(delay, max(0.0, (next_at - self._clock()).total_seconds()))
-            with contextlib.suppress(TimeoutError):
+            try:
                 await asyncio.wait_for(self._expiry_changed.wait(), delay)
+                scheduled = True
+            except TimeoutError:
+                scheduled = False
+
+    async def _deadlines(self) -> list[datetime | None]:
+        return [
+            await self.store.next_expiry(),
+            await self.tools.next_deadline(),
+            await self.capabilities.next_deadline(),
+            await self.mcp.next_deadline(),
+            await self.elicitor.next_deadline(),
+        ]
 
     async def _conversation_known(self, conversation_id: str, agent_id: str, title: str) -> None:
         """Keep a conversation and advertise the current inventory to it (with its

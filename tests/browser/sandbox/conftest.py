@@ -96,6 +96,8 @@ class Arena:
     mounts: list[Mount] = field(default_factory=list)
     sibling: int = 0
     echoes_sent: int = 0
+    wait_ms: int = WAIT_MS
+    """How long ``until`` waits; shorter only for a known gap whose wait cannot end."""
 
     @property
     def page(self) -> Page:
@@ -124,11 +126,11 @@ class Arena:
         return reply["result"].get("value")
 
     async def until(self, predicate: str, arg: Any = None) -> None:
-        """Wait (in the page, on its clock, at most WAIT_MS) for ``predicate(arg)``."""
+        """Wait (in the page, on its clock, at most ``wait_ms``) for ``predicate(arg)``."""
         waited = await self.call(
             f"""async (arg) => {{
               const predicate = {predicate};
-              const deadline = performance.now() + {WAIT_MS};
+              const deadline = performance.now() + {self.wait_ms};
               while (!predicate(arg)) {{
                 if (performance.now() > deadline) return false;
                 await new Promise((resolve) => setTimeout(resolve, 10));

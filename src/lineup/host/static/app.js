@@ -52,6 +52,7 @@ import {
   resetUiCards,
   updateSurfaceCard,
 } from "./ui_cards.js";
+import { elicitationArrived, initElicitCards, onElicitReceipt, renderElicitation, resetElicitations } from "./elicit_cards.js";
 import {
   initConsent,
   onCapabilities,
@@ -110,6 +111,12 @@ const state = {
 };
 
 initCards({
+  send,
+  rerender,
+  currentItem: (key) => state.items.get(key),
+  rowOf: (key) => overlayRow(key) || rendered.get(key)?.li || nested.get(key)?.li,
+});
+initElicitCards({
   send,
   rerender,
   currentItem: (key) => state.items.get(key),
@@ -182,6 +189,8 @@ function renderItem(item) {
     li.append(avatarFor(item), bubble);
   } else if (item.kind === "interaction") {
     renderInteraction(item, li);
+  } else if (item.kind === "elicitation") {
+    renderElicitation(item, li);
   } else if (item.kind === "app_session") {
     renderGroup(item, li);
   } else if (item.kind === "surface") {
@@ -609,6 +618,7 @@ function send(frame) {
 }
 
 function onSnapshot(frame) {
+  resetElicitations();
   state.userId = frame.user_id;
   state.conversation = frame.conversations[0] || null;
   state.items.clear();
@@ -660,6 +670,8 @@ function onItem(item) {
   if (item.kind === "interaction") {
     interactionArrived(item, before);
     refreshWaiting();
+  } else if (item.kind === "elicitation") {
+    elicitationArrived(item, before);
   }
 }
 
@@ -673,6 +685,9 @@ function onFrame(frame) {
       break;
     case "receipt":
       onReceipt(frame);
+      break;
+    case "elicit_receipt":
+      onElicitReceipt(frame);
       break;
     case "connection":
       setConnection(frame.state);

@@ -74,6 +74,24 @@ function cardState(item) {
   return "pending";
 }
 
+// The Runtime's clock, as this tab knows it (for other cards' countdowns too).
+export const runtimeNow = serverNow;
+
+// A countdown to ``expiresAtIso`` on the row ``key``, ticked with every card's (the row
+// is rebuilt once when it runs out). Used by the MCP form cards (elicit_cards.js).
+export function countdownElement(key, expiresAtIso) {
+  const left = el("span", "countdown");
+  left.setAttribute("aria-live", "off"); // read on demand, not every second
+  const expiresAt = Date.parse(expiresAtIso);
+  if (!Number.isNaN(expiresAt)) {
+    left.textContent = remainingText(expiresAt - serverNow());
+    left.classList.toggle("soon", expiresAt - serverNow() < SOON_MS);
+    left.title = t("cards.open_until", { time: dateTime(expiresAtIso) });
+    ia.countdowns.set(key, { element: left, expiresAt });
+  }
+  return left;
+}
+
 // Whether a card still waits for the person's answer (a question, pending here too).
 export function waitsForAnswer(item) {
   return item.kind === "interaction" && item.data.kind !== "notice" && cardState(item) === "pending";

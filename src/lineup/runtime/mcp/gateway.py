@@ -336,8 +336,8 @@ class McpGateway:
     async def _output_problem(self, call: McpCall, result: dict[str, Any]) -> bool:
         """Whether the server's answer breaks the output schema the inventory advertised
         (a server that lies about its schemas): the agent never gets it."""
-        tool_id = f"{servers.scope_of(call.server_key)}.{call.tool}"
-        target = await self._store.db.read(servers.find, tool_id)
+        held = self._entries.get(call.server_key)
+        target = None if held is None else servers.target_of(held, call.tool)
         if target is None:  # the tool left the listing meanwhile: its schema is gone
             return False
         problem = target.compiled.validate_output(result)

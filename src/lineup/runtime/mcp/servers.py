@@ -53,6 +53,7 @@ __all__ = [
     "set_enabled",
     "set_policy",
     "sync",
+    "target_of",
 ]
 
 SCOPE_PREFIX = RESERVED_SCOPE_PREFIX
@@ -317,8 +318,11 @@ def find(conn: Sql, tool_id: str) -> McpToolTarget | None:
     """The server tool ``tool_id`` names, advertised or not."""
     scope, _, name = tool_id.partition(".")
     held = entry(conn, scope.removeprefix(SCOPE_PREFIX))
-    if held is None:
-        return None
+    return None if held is None else target_of(held, name)
+
+
+def target_of(held: McpServerEntry, name: str) -> McpToolTarget | None:
+    """The tool ``name`` of the server ``held`` (compiled once: no store read)."""
     return next((t for t in _targets(held) if t.tool.name == name), None)
 
 
