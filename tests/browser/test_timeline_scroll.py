@@ -138,7 +138,14 @@ async def test_scrolled_up_it_stays_put_and_counts_what_came(
     page: Page, page_watch: PageWatch, client: Client, screenshot: Screenshot
 ) -> None:
     await opened_after(page, client, 60)
-    await page.locator("#timeline").evaluate("(t) => { t.scrollTop = t.scrollHeight / 3; }")
+    # Scroll up, and return once the shell heard it (its scroll listener, added before
+    # this one, lets go of the end): a row arriving before that counts as seen.
+    await page.locator("#timeline").evaluate(
+        """(t) => new Promise((done) => {
+          t.addEventListener("scroll", () => done(), { once: true });
+          t.scrollTop = t.scrollHeight / 3;
+        })"""
+    )
     keys = await shown_keys(page)
     reading = keys[len(keys) // 2]
     before = await row_top(page, reading)
