@@ -2,8 +2,8 @@
 
 ``package_dir(name)`` installs one pinned package of ``PACKAGES`` once into a cache
 outside the repository (``${XDG_CACHE_HOME:-~/.cache}/lineup/npm/<name>-<version>``)
-with ``npm install --prefix``, under a file lock (parallel test processes), like
-``tests.support.axe``. Nothing is fetched by a page: a test inlines the files' text.
+with ``npm install --prefix``, under a file lock (``tests.support.npm``). Nothing is
+fetched by a page: a test inlines the files' text.
 
 - ``app_sdk_script()``: ``@modelcontextprotocol/ext-apps``'s self-contained build
   (``dist/src/app-with-deps.js``, an ES module), its one ``export{...}`` turned into
@@ -16,14 +16,12 @@ with ``npm install --prefix``, under a file lock (parallel test processes), like
 
 from __future__ import annotations
 
-import fcntl
-import json
-import os
 import re
 import shutil
-import subprocess
 from functools import cache
 from pathlib import Path
+
+from tests.support.npm import NpmUnavailable, npm_package
 
 PACKAGES = {
     "@modelcontextprotocol/ext-apps": "2.0.4",
@@ -31,73 +29,17 @@ PACKAGES = {
     "@modelcontextprotocol/server-budget-allocator": "2.0.3",
     "@modelcontextprotocol/server-system-monitor": "2.0.3",
 }
-INSTALL_TIMEOUT_S = 300
 _EXPORT = re.compile(r"export\{([^}]*)\};?\s*\Z")
 
 
-class ExtAppsUnavailable(RuntimeError):
-    """A package could not be installed (no npm, or the registry did not answer)."""
-
-
-def _prefix(name: str) -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "lineup" / "npm" / f"{name.replace('/', '+')}-{PACKAGES[name]}"
-
-
-def _installed(prefix: Path, name: str) -> bool:
-    package = prefix / "node_modules" / name / "package.json"
-    try:
-        version = json.loads(package.read_text(encoding="utf-8")).get("version")
-    except (OSError, ValueError):
-        return False
-    return bool(version == PACKAGES[name])
+ExtAppsUnavailable = NpmUnavailable
+"""A package could not be installed (no npm, or the registry did not answer)."""
 
 
 @cache
 def package_dir(name: str) -> Path:
     """The installed package's directory (``node_modules/<name>``), installed on first use."""
-    prefix = _prefix(name)
-    if not _installed(prefix, name):
-        prefix.mkdir(parents=True, exist_ok=True)
-        with (prefix.parent / f"{prefix.name}.lock").open("w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be installing it
-            if not _installed(prefix, name):
-                _install(prefix, name)
-            if not _installed(prefix, name):
-                raise ExtAppsUnavailable(f"npm installed {name} but it is missing")
-    return prefix / "node_modules" / name
-
-
-def _install(prefix: Path, name: str) -> None:
-    npm = shutil.which("npm")
-    if npm is None:
-        raise ExtAppsUnavailable(f"{name} needs npm (Node.js): run scripts/system-deps")
-    spec = f"{name}@{PACKAGES[name]}"
-    command = [
-        npm,
-        "install",
-        "--prefix",
-        str(prefix),
-        spec,
-        "--no-audit",
-        "--no-fund",
-        "--no-save",
-        "--loglevel=error",
-        "--fetch-retries=2",
-        "--fetch-retry-mintimeout=2000",
-        "--fetch-retry-maxtimeout=10000",
-    ]
-    try:
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False
-        )
-    except subprocess.TimeoutExpired:
-        raise ExtAppsUnavailable(f"npm install {spec} took over {INSTALL_TIMEOUT_S} s") from None
-    if done.returncode != 0:
-        lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
-        raise ExtAppsUnavailable(
-            f"npm install {spec} failed: {lines[-1] if lines else done.returncode}"
-        )
+    return npm_package(name, PACKAGES[name])
 
 
 @cache

@@ -148,37 +148,31 @@ def artifact_data(item: TimelineItem) -> dict[str, Any] | None:
     return data
 
 
+def _runtime_row(item: TimelineItem, kind: ItemKind, data: Any) -> ItemView:
+    """A row the Runtime wrote for the person (a kept file, a server's form)."""
+    return ItemView(
+        key=item.id,
+        conversation_id=item.conversation_id,
+        envelope_id=item.envelope_id,
+        seq=item.seq,
+        kind=kind,
+        sender="runtime",
+        state=item.state,
+        created_at=item.created_at,
+        data=data,
+    )
+
+
 def item_view(item: TimelineItem, *, unread: bool = False) -> ItemView | None:
     """The row as the shell shows it, or ``None`` for rows that are not shown."""
     if item.type == ARTIFACT_ROW:
         shown = artifact_data(item)
-        if shown is None:
-            return None  # a body that does not decode: never written
-        return ItemView(
-            key=item.id,
-            conversation_id=item.conversation_id,
-            envelope_id=item.envelope_id,
-            seq=item.seq,
-            kind="artifact",
-            sender="runtime",
-            state=item.state,
-            created_at=item.created_at,
-            data=shown,
-        )
+        # A body that does not decode was never written: nothing to show.
+        return None if shown is None else _runtime_row(item, "artifact", shown)
     if item.type == ELICITATION_ROW:
         form = decode_row(item.body)
-        if form is None:
-            return None  # a body that does not decode: never written
-        return ItemView(
-            key=item.id,
-            conversation_id=item.conversation_id,
-            envelope_id=item.envelope_id,
-            seq=item.seq,
-            kind="elicitation",
-            sender="runtime",
-            state=item.state,
-            created_at=item.created_at,
-            data=msgspec.to_builtins(form),
+        return (
+            None if form is None else _runtime_row(item, "elicitation", msgspec.to_builtins(form))
         )
     envelope = decode(item.body)
     if isinstance(envelope, HIDDEN):

@@ -117,11 +117,12 @@ async def test_a_progress_flood_is_coalesced_and_others_go_on(fault: FaultFactor
     flood_config, _ = fault(name="flood")
     other_config, _ = fault(name="other")
     calls = 0
+    never = asyncio.Event()
 
     async def progress(value: float, total: float | None, message: str | None) -> None:
         nonlocal calls
         calls += 1
-        await asyncio.sleep(0.01)  # a slow consumer: the flood must not queue behind it
+        await never.wait()  # a consumer that never finishes: the flood must not queue behind it
 
     async with running(flood_config) as flooding, running(other_config) as other:
         flood = asyncio.create_task(
